@@ -1,0 +1,69 @@
+"""Seeds, devices and profiles: the first lines of every chapter."""
+
+from __future__ import annotations
+
+import os
+import random
+from collections.abc import Mapping
+from typing import Any
+
+import numpy as np
+import torch
+
+QUIET_ENV = "IMPLICIT_BIAS_QUIET"
+
+
+def set_seed(seed: int, threads: int | None = 1) -> torch.Generator:
+    """Seed python, numpy and torch, make torch deterministic and fix the CPU thread count.
+
+    One thread makes CPU results bitwise reproducible across machines with different core
+    counts (the thread count changes the low bits of reductions). Returns a fresh
+    ``torch.Generator`` seeded with ``seed`` for code that wants its own stream.
+    """
+    if not isinstance(seed, int) or seed < 0:
+        raise ValueError(f"seed must be a non-negative int, got {seed!r}")
+    random.seed(seed)
+    np.random.seed(seed)
+    torch.manual_seed(seed)
+    torch.use_deterministic_algorithms(True, warn_only=True)
+    if threads is not None:
+        torch.set_num_threads(threads)
+    return torch.Generator().manual_seed(seed)
+
+
+def resolve_device(device: str = "auto") -> torch.device:
+    """Turn the chapters' ``device`` parameter into a ``torch.device``.
+
+    ``"auto"`` picks the first CUDA GPU when there is one and the CPU otherwise. Asking for
+    CUDA on a machine without a GPU raises an error that says what to do instead.
+    """
+    if device == "auto":
+        return torch.device("cuda" if torch.cuda.is_available() else "cpu")
+    dev = torch.device(device)
+    if dev.type == "cuda" and not torch.cuda.is_available():
+        raise RuntimeError(
+            f"device={device!r} was requested but torch sees no CUDA GPU on this machine. "
+            "Use device='auto' (GPU when present, else CPU) or device='cpu'; "
+            "profile 'full' on a CPU is possible but slow."
+        )
+    return dev
+
+
+def select_profile(profiles: Mapping[str, Mapping[str, Any]], profile: str) -> dict[str, Any]:
+    """Return a copy of ``profiles[profile]``, or raise a clear error naming the valid profiles."""
+    if profile not in profiles:
+        valid = ", ".join(repr(p) for p in profiles)
+        raise ValueError(f"unknown profile {profile!r}; valid profiles are {valid}")
+    return dict(profiles[profile])
+
+
+def quiet() -> bool:
+    """True when progress bars should stay silent (set by the book CLI and the test suite)."""
+    return os.environ.get(QUIET_ENV, "") not in ("", "0")
+
+
+def describe_run(profile: str, seed: int, device: torch.device | str) -> str:
+    """One line saying which profile, seed and device produced a page (printed by chapters)."""
+    dev = torch.device(device)
+    name = "CPU" if dev.type == "cpu" else torch.cuda.get_device_name(dev)
+    return f"profile={profile}  seed={seed}  device={name}  torch={torch.__version__.split('+')[0]}"
