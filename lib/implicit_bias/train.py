@@ -29,6 +29,16 @@ class TrainingDiverged(RuntimeError):
     """The loss became NaN or infinite."""
 
 
+def _match_shape(out: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
+    """``out`` reshaped to the targets' shape (a one-output model gives ``(n, 1)`` for targets
+    ``(n,)``; subtracting them would silently broadcast to ``(n, n)``)."""
+    if out.shape == y.shape:
+        return out
+    if out.numel() == y.numel():
+        return out.reshape(y.shape)
+    raise ValueError(f"outputs of shape {tuple(out.shape)} do not match targets of shape {tuple(y.shape)}")
+
+
 def loss_function(loss: LossName | LossFn) -> LossFn:
     """Resolve a loss name to ``f(outputs, targets) -> scalar`` (averaged over samples).
 
@@ -43,9 +53,9 @@ def loss_function(loss: LossName | LossFn) -> LossFn:
     if loss == "ce":
         return F.cross_entropy
     if loss == "mse":
-        return F.mse_loss
+        return lambda out, y: F.mse_loss(_match_shape(out, y), y)
     if loss == "half_mse":
-        return lambda out, y: 0.5 * (out - y).pow(2).reshape(len(out), -1).sum(1).mean()
+        return lambda out, y: 0.5 * (_match_shape(out, y) - y).pow(2).reshape(len(out), -1).sum(1).mean()
     if loss == "logistic":
         return lambda out, y: F.softplus(-y * out.reshape(y.shape)).mean()
     if loss == "exp":

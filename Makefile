@@ -1,0 +1,58 @@
+# Front door of the book. Everything runs inside .venv, created from the pinned requirements.
+PYTHON ?= python3.11
+VENV := .venv
+PY := $(VENV)/bin/python
+PROFILE ?= ci
+JOBS ?= 1
+CHAPTER ?=
+SEED ?=
+BOOK := $(PY) -m implicit_bias.book
+
+.PHONY: help install book execute sync report test test-fast bench clean
+
+help:
+	@echo "make book [PROFILE=ci|full] [JOBS=N]   execute every chapter into _build/PROFILE and build the site"
+	@echo "make test                              unit tests, nbval over the chapters, sync check, strict build"
+	@echo "make execute [CHAPTER=path] [SEED=n]   re-execute chapters in place (profile ci) and refresh the report"
+	@echo "make sync                              regenerate notebook inputs from the .py sources"
+	@echo "make bench                             benchmarks (batched ensembles against loops)"
+	@echo "make clean                             remove build outputs"
+
+$(VENV)/.installed: requirements.txt pyproject.toml
+	@command -v $(PYTHON) >/dev/null 2>&1 || { echo "$(PYTHON) not found: install Python 3.11 or run make PYTHON=python3"; exit 1; }
+	$(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install --quiet --upgrade pip
+	$(PY) -m pip install --quiet -r requirements.txt
+	$(PY) -m pip install --quiet --no-deps --no-build-isolation -e .
+	touch $@
+
+install: $(VENV)/.installed
+
+book: install
+	$(BOOK) book --profile $(PROFILE) --jobs $(JOBS)
+
+execute: install
+ifeq ($(SEED),)
+	$(BOOK) execute $(CHAPTER) --jobs $(JOBS)
+else
+	$(BOOK) execute $(CHAPTER) --seed $(SEED) --out-dir _build/seed$(SEED) --jobs $(JOBS)
+endif
+
+sync: install
+	$(BOOK) sync $(CHAPTER)
+
+report: install
+	$(BOOK) report
+
+test: install
+	$(PY) -m pytest -n 2 --dist loadfile --nbval-lax tests chapters
+
+test-fast: install
+	$(PY) -m pytest -n 2 tests -m "not slow"
+
+bench: install
+	$(PY) benchmarks/ensemble_vs_loop.py
+	@test ! -f benchmarks/two_neuron_fig1.py || $(PY) benchmarks/two_neuron_fig1.py
+
+clean:
+	rm -rf _build

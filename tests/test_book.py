@@ -1,0 +1,139 @@
+"""Checks of the book itself: notebooks in sync with their sources, every chapter in the table
+of contents, ledgers present and passing, the report up to date, the CLI's failure reports, and
+a strict build of the site from the committed notebooks."""
+
+from __future__ import annotations
+
+import json
+import textwrap
+from pathlib import Path
+
+import nbformat
+import pytest
+import yaml
+
+from implicit_bias import book
+
+ROOT = book.ROOT
+CHAPTERS = book.all_chapters()
+
+
+def toc_files() -> list[str]:
+    toc = yaml.safe_load((ROOT / "_toc.yml").read_text())
+    files = [toc["root"]]
+    for part in toc["parts"]:
+        files += [c["file"] for c in part["chapters"]]
+    return files
+
+
+def test_there_are_chapters():
+    assert CHAPTERS, "no chapter sources under chapters/<part>/*.py"
+
+
+@pytest.mark.parametrize("py", CHAPTERS, ids=lambda p: p.stem)
+def test_notebook_inputs_match_source(py: Path):
+    """Each committed .ipynb has exactly the cells (type and source) of its .py source."""
+    ipynb = py.with_suffix(".ipynb")
+    assert ipynb.exists(), f"{ipynb.relative_to(ROOT)} is missing: run make execute CHAPTER={py.relative_to(ROOT)}"
+    src = [(c.cell_type, c.source.strip()) for c in book.notebook_from_source(py).cells]
+    nb = [(c.cell_type, c.source.strip()) for c in nbformat.read(ipynb, as_version=4).cells]
+    assert nb == src, f"{ipynb.relative_to(ROOT)} differs from its source: run make sync"
+
+
+@pytest.mark.parametrize("py", CHAPTERS, ids=lambda p: p.stem)
+def test_chapter_has_parameters_and_passing_ledger(py: Path):
+    nb = nbformat.read(py.with_suffix(".ipynb"), as_version=4)
+    tags = [t for c in nb.cells for t in c.metadata.get("tags", [])]
+    assert "parameters" in tags, "the chapter needs a cell tagged 'parameters'"
+    glued = book.read_glued(py.with_suffix(".ipynb"))
+    assert "claims" in glued, "the committed notebook has no claims ledger: execute it"
+    failed = [c["id"] for c in glued["claims"]["claims"] if c["verdict"] != "PASS"]
+    assert not failed, f"claims that do not hold in the committed run: {failed}"
+    last_code = [c for c in nb.cells if c.cell_type == "code"][-1]
+    assert "NBVAL_CHECK_OUTPUT" in last_code.source, "the claims cell must be checked by nbval"
+
+
+def test_every_chapter_is_in_the_toc_and_every_toc_file_exists():
+    listed = set(toc_files())
+    for py in CHAPTERS:
+        rel = str(py.relative_to(ROOT).with_suffix(""))
+        assert rel in listed, f"{rel} is not in _toc.yml"
+    for f in listed:
+        assert any((ROOT / f).with_suffix(s).exists() for s in (".md", ".ipynb")), f"{f} in _toc.yml does not exist"
+
+
+def test_report_and_errata_are_up_to_date():
+    assert (ROOT / "book" / "reproduction.md").read_text() == book.render_report(ROOT, CHAPTERS) + "\n", \
+        "book/reproduction.md is stale: run make report"
+    assert (ROOT / "book" / "errata.md").read_text() == book.render_errata(ROOT) + "\n", \
+        "book/errata.md is stale: run make report"
+
+
+def write_chapter(path: Path, body: str) -> Path:
+    header = textwrap.dedent(
+        """\
+        # ---
+        # jupyter:
+        #   kernelspec:
+        #     display_name: Python 3 (ipykernel)
+        #     language: python
+        #     name: python3
+        # ---
+        """
+    )
+    path.write_text(header + textwrap.dedent(body))
+    return path
+
+
+def test_execute_reports_the_failing_cell_and_traceback(tmp_path: Path):
+    py = write_chapter(
+        tmp_path / "broken.py",
+        """
+        # %% tags=["parameters"]
+        x = 1
+
+        # %%
+        y = x + 1
+
+        # %%
+        raise ValueError("a deliberate failure")
+        """,
+    )
+    out = book.execute_one(str(py), str(tmp_path / "out" / "broken.ipynb"), {}, str(tmp_path / "logs"))
+    assert not out.ok
+    assert out.failed_cell == 3
+    assert "a deliberate failure" in out.error
+    assert out.log and "ValueError" in Path(out.log).read_text()
+
+
+def test_execute_injects_parameters(tmp_path: Path):
+    py = write_chapter(
+        tmp_path / "good.py",
+        """
+        # %% tags=["parameters"]
+        seed = 0
+
+        # %%
+        print("seed is", seed)
+        """,
+    )
+    target = tmp_path / "good.ipynb"
+    out = book.execute_one(str(py), str(target), {"seed": 7}, str(tmp_path / "logs"))
+    assert out.ok, out.error
+    text = json.dumps(nbformat.read(target, as_version=4).cells[-1].outputs)
+    assert "seed is 7" in text
+
+
+@pytest.mark.slow
+def test_site_builds_strictly_from_committed_notebooks(tmp_path: Path):
+    """The site builds with warnings as errors, with theorem boxes, figures and the report."""
+    stage = tmp_path / "src"
+    book.stage_source(stage)
+    rc = book.jupyter_book_build(stage, tmp_path / "site")
+    assert rc == 0, "strict build failed: run python -m implicit_bias.book build --verbose"
+    html = tmp_path / "site" / "_build" / "html"
+    assert (html / "index.html").exists()
+    pages = {p.relative_to(html): p.read_text() for p in html.rglob("*.html")}
+    assert any("proof" in t and "admonition" in t for t in pages.values()), "no theorem boxes rendered"
+    assert any("<img" in t for k, t in pages.items() if str(k).startswith("chapters")), "no figures"
+    assert "claims hold" in pages[Path("book/reproduction.html")]
