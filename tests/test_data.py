@@ -315,8 +315,8 @@ def test_load_cifar10(tmp_path, monkeypatch):
     assert X.shape == (10, 3, 32, 32) and y.dtype == torch.int64
     assert y.tolist() == sum((b[1] for b in batches), [])
     # channel-major layout: the first 1024 values are the red plane
-    assert torch.allclose(X[0, 0].flatten() * 255, torch.from_numpy(batches[0][0][0, :1024]).float(),
-                          atol=1e-4)
+    red = torch.from_numpy(batches[0][0][0, :1024]).float()
+    assert torch.allclose(X[0, 0].flatten() * 255, red, atol=1e-4)
     monkeypatch.setenv(D.DATA_ENV, str(tmp_path))
     Xt, yt = D.load_cifar10("test")
     assert Xt.shape == (3, 3, 32, 32) and yt.tolist() == tlabels

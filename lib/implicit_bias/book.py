@@ -34,9 +34,18 @@ from typing import Any
 
 from .runtime import QUIET_ENV
 
-ROOT = Path(__file__).resolve().parents[2]
-CHAPTERS = ROOT / "chapters"
-REPORT = ROOT / "book" / "reproduction.md"
+
+
+def find_root() -> Path:
+    """The book's root: the nearest folder above the working directory holding ``_toc.yml``,
+    else the checkout this library was installed from."""
+    for folder in [Path.cwd(), *Path.cwd().parents]:
+        if (folder / "_toc.yml").exists() and (folder / "chapters").is_dir():
+            return folder
+    return Path(__file__).resolve().parents[2]
+
+
+ROOT = find_root()
 # Cell metadata papermill and nbclient add on every run (timestamps): dropped from committed notebooks.
 VOLATILE_CELL_METADATA = ("papermill", "execution")
 
@@ -242,12 +251,11 @@ def read_glued(nb_path: Path) -> dict[str, Any]:
             if name is None:
                 continue
             data = out.get("data", {})
-            js = data.get("application/papermill.record/application/json")
-            if js is not None:
-                found[name] = json.loads(js) if isinstance(js, str) else js
-            else:
-                text = data.get("application/papermill.record/text/plain")
-                found[name] = _unrepr(text) if text is not None else None
+            text = data.get("application/papermill.record/text/plain")
+            value = _unrepr(text) if text is not None else None
+            if name == "claims" and isinstance(value, str):
+                value = json.loads(value)
+            found[name] = value
     return found
 
 

@@ -114,8 +114,7 @@ class Ledger:
         """Print the table and glue the JSON rows under ``claims`` (for the reproduction report)."""
         print(self.table())
         try:
-            from IPython.display import JSON
             from myst_nb import glue
         except ImportError:  # outside Jupyter: printing is enough
             return
-        glue(GLUE_KEY, JSON(json.loads(self.to_json())), display=False)
+        glue(GLUE_KEY, self.to_json(), display=False)

@@ -173,7 +173,8 @@ def digits(seed: int = 0, test_size: float = 0.25, classes: Sequence[int] | None
     shape = (-1, 1, 8, 8) if image else (-1, 64)
 
     def to_x(a: np.ndarray) -> torch.Tensor:
-        return torch.as_tensor(np.ascontiguousarray(a)).reshape(shape).to(device=device, dtype=dtype)
+        t = torch.as_tensor(np.ascontiguousarray(a)).reshape(shape)
+        return t.to(device=device, dtype=dtype)
 
     def to_y(a: np.ndarray) -> torch.Tensor:
         t = torch.as_tensor(np.ascontiguousarray(a))
@@ -226,7 +227,8 @@ def shift_parameter(kind: str, severity: float) -> float:
     interpolate linearly, so the parameter is non-decreasing in the severity.
     """
     _check_kind(kind)
-    if isinstance(severity, bool) or not isinstance(severity, (int, float, np.integer, np.floating)):
+    number = (int, float, np.integer, np.floating)
+    if isinstance(severity, bool) or not isinstance(severity, number):
         raise ValueError(f"severity must be a number in [0, 5], got {severity!r}")
     s = float(severity)
     if not (0.0 <= s <= MAX_SEVERITY):  # also rejects NaN
@@ -241,7 +243,8 @@ def _check_images(images: torch.Tensor) -> None:
     if images.ndim != 4:
         raise ValueError(f"images must have shape (n, c, h, w), got shape {tuple(images.shape)}")
     if not images.dtype.is_floating_point:
-        raise ValueError(f"images must be a floating tensor with values in [0, 1], got {images.dtype}")
+        raise ValueError("images must be a floating tensor with values in [0, 1], "
+                         f"got {images.dtype}")
 
 
 def _draw(kind: str, images: torch.Tensor, generator: torch.Generator | None) -> torch.Tensor:
@@ -512,13 +515,14 @@ def mnist1d(seed: int = 0, n_samples: int = 4000, test_fraction: float = 0.2,
 def separable(n: int, d: int, margin: float = 0.1, seed: int = 0,
               dtype: torch.dtype = torch.float32, device: torch.device | str = "cpu",
               return_direction: bool = False
-              ) -> tuple[torch.Tensor, torch.Tensor] | tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+              ) -> tuple[torch.Tensor, ...]:
     """Linearly separable data ``(X, y)`` with labels ``-1/+1`` and margin at least ``margin``.
 
     A unit direction ``u`` is drawn uniformly on the sphere, ``z_i ~ N(0, I_d)``, the label is
     ``y_i = sign(<u, z_i>)`` (+1 on ties) and the point is pushed away from the hyperplane:
     ``x_i = z_i + y_i * margin * u``. Hence ``y_i <u, x_i> = |<u, z_i>| + margin >= margin``
-    for every ``i``: the data are separable through the origin by ``u`` with margin at least
+    for every ``i`` (exactly in float64, up to rounding in lower precision): the data are
+    separable through the origin by ``u`` with margin at least
     ``margin`` (the max-margin direction may differ from ``u`` and has a margin at least as
     large). Coordinates orthogonal to ``u`` stay standard Gaussian, so ``|x_i|`` is about
     ``sqrt(d)``. Deterministic given ``seed``; ``y`` has the dtype of ``X``.
@@ -564,10 +568,11 @@ _HOW_TO_GET = {
 }
 
 
-def _missing(what: str, names: Sequence[str], folders: Sequence[Path], dataset: str) -> DataNotFound:
+def _missing(what: str, names: Sequence[str], folders: Sequence[Path],
+             dataset: str) -> DataNotFound:
     looked = ", ".join(str(f) for f in folders)
     return DataNotFound(
-        f"{what}: none of {', '.join(names)} found in {looked}. The data folder is the `root` "
+        f"{what}: looked for {' or '.join(names)} in {looked}. The data folder is the `root` "
         f"argument, else the environment variable {DATA_ENV}, else ./data. To get the data, "
         f"download {_HOW_TO_GET[dataset]}."
     )
