@@ -8,7 +8,7 @@ CHAPTER ?=
 SEED ?=
 BOOK := $(PY) -m implicit_bias.book
 
-.PHONY: help install book execute sync report test test-fast bench clean
+.PHONY: help install vendor-mathjax book execute sync report test test-fast bench clean
 
 help:
 	@echo "make book [PROFILE=ci|full] [JOBS=N]   execute every chapter into _build/PROFILE and build the site"
@@ -29,7 +29,19 @@ $(VENV)/.installed: requirements.txt pyproject.toml
 install: $(VENV)/.installed
 
 book: install
+	-@$(MAKE) --no-print-directory vendor-mathjax
 	$(BOOK) book --profile $(PROFILE) --jobs $(JOBS)
+
+# MathJax served by the site itself (so math renders offline), from the npm registry; optional.
+MATHJAX := _build/vendor/mathjax
+vendor-mathjax: $(MATHJAX)/tex-mml-chtml.js
+$(MATHJAX)/tex-mml-chtml.js:
+	@command -v npm >/dev/null 2>&1 || { echo "npm not found: the site will load MathJax from its CDN"; exit 1; }
+	mkdir -p _build/vendor/tmp $(MATHJAX)/output/chtml/fonts
+	cd _build/vendor/tmp && npm pack --silent mathjax@3.2.2 >/dev/null && tar xzf mathjax-3.2.2.tgz
+	cp _build/vendor/tmp/package/es5/tex-mml-chtml.js $(MATHJAX)/
+	cp -r _build/vendor/tmp/package/es5/output/chtml/fonts/woff-v2 $(MATHJAX)/output/chtml/fonts/
+	rm -rf _build/vendor/tmp
 
 execute: install
 ifeq ($(SEED),)

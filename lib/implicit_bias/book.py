@@ -397,6 +397,27 @@ def announce(stage: Path, text: str) -> None:
     cfg_path.write_text(yaml.safe_dump(cfg, sort_keys=False))
 
 
+VENDORED_MATHJAX = "_build/vendor/mathjax"
+
+
+def use_local_mathjax(stage: Path) -> bool:
+    """Serve MathJax from the site itself when ``make`` vendored it (the site then shows math
+    offline); otherwise the theme's default CDN is used."""
+    import yaml
+
+    src = ROOT / VENDORED_MATHJAX
+    if not (src / "tex-mml-chtml.js").exists():
+        return False
+    shutil.copytree(src, stage / "book" / "_extra" / "mathjax", dirs_exist_ok=True)
+    cfg_path = stage / "_config.yml"
+    cfg = yaml.safe_load(cfg_path.read_text())
+    conf = cfg.setdefault("sphinx", {}).setdefault("config", {})
+    conf["mathjax_path"] = "../mathjax/tex-mml-chtml.js"  # relative to _static/
+    conf["html_extra_path"] = ["book/_extra"]
+    cfg_path.write_text(yaml.safe_dump(cfg, sort_keys=False))
+    return True
+
+
 def device_description() -> str:
     try:
         import torch
@@ -479,6 +500,8 @@ def cmd_book(args: argparse.Namespace) -> int:
     write_report(stage)
     when = time.strftime("%Y-%m-%d")
     announce(stage, f"Executed with profile <b>{profile}</b> on {device_description()} ({when}).")
+    if not use_local_mathjax(stage):
+        print("MathJax is loaded from its CDN (run make vendor-mathjax for an offline site)")
     print("building the site (strict)")
     rc = jupyter_book_build(stage, out_root / "site", quiet=not args.verbose)
     index = out_root / "site" / "_build" / "html" / "index.html"
