@@ -141,4 +141,20 @@ def test_divergence_record_mode_freezes_the_member() -> None:
     frozen = {k: v[1].clone() for k, v in ens.params.items()}
     ensembles.train_ensemble(ens, X, Y, loss="mse", steps=5, lr=rates, on_diverge="record", progress=False)
     for k, v in ens.params.items():
-        assert torch.equal(v[1], frozen[k]) or torch.equal(v[1].isnan(), frozen[k].isnan())
+        assert torch.equal(v[1], frozen[k]), k
+
+
+def test_frozen_member_keeps_finite_parameters_when_its_gradient_is_infinite() -> None:
+    g = torch.Generator().manual_seed(0)
+    X = torch.randn(20, 3, generator=g, dtype=torch.float64)
+    y = torch.sign(X[:, 0])
+    nets = [models.MLP(3, 1, depth=1, bias=False).double() for _ in range(2)]
+    with torch.no_grad():
+        nets[1].layers[0].weight.mul_(1e4)  # exp loss overflows at step 0: loss and gradient inf
+    ens = Ensemble.from_models(nets)
+    w0 = ens.params["layers.0.weight"].clone()
+    hist = ensembles.train_ensemble(ens, X, y, loss="exp", steps=3, lr=0.1, on_diverge="record",
+                                    progress=False)
+    assert hist.diverged.tolist() == [False, True]
+    assert torch.equal(ens.params["layers.0.weight"][1], w0[1])
+    assert torch.isfinite(hist.loss[0]).all() and hist.loss[0, -1] < hist.loss[0, 0]

@@ -100,7 +100,7 @@ def test_rank_k_with_chosen_singular_values(m: int, n: int) -> None:
 
 
 def test_relations_between_measures() -> None:
-    """rho = srank^{-1/2}; 1 <= srank <= rank; 1/sqrt(rank) <= rho <= 1; 1 <= erank <= rank."""
+    """rho = srank^{-1/2}; 1 <= srank <= erank <= rank; 1/sqrt(rank) <= rho <= 1 (notation page)."""
     g = torch.Generator().manual_seed(1)
     Ws = torch.randn(20, 6, 9, generator=g, dtype=D) * torch.rand(20, 1, 9, generator=g, dtype=D) ** 4
     sr, rho = spectra.stable_rank(Ws), spectra.spectral_frobenius_ratio(Ws)
@@ -109,7 +109,12 @@ def test_relations_between_measures() -> None:
     assert torch.all(sr >= 1 - 1e-12) and torch.all(sr <= rk + 1e-12)
     assert torch.all(rho <= 1 + 1e-12) and torch.all(rho >= rk.rsqrt() - 1e-12)
     assert torch.all(er >= 1 - 1e-12) and torch.all(er <= rk + 1e-9)
-    # srank <= erank for these matrices is NOT a theorem in general; see the notation page.
+    # srank <= ||s||_1 / s_1 = 1 / p_1 <= exp(H(p)) = erank
+    l1_ratio = spectra.singular_values(Ws).sum(-1) / spectra.singular_values(Ws)[..., 0]
+    assert torch.all(sr <= l1_ratio + 1e-12) and torch.all(l1_ratio <= er + 1e-12)
+    # both ends are attained: all equal singular values (identity) and rank one
+    for W in (torch.eye(4, dtype=D), torch.ones(3, 5, dtype=D)):
+        assert spectra.stable_rank(W).item() == pytest.approx(spectra.effective_rank(W).item())
 
 
 def test_zero_matrix_conventions() -> None:

@@ -181,7 +181,9 @@ def train_ensemble(
                 g = grads[name]
                 if weight_decay:
                     g = g + weight_decay * p
-                p.sub_(scale.view(-1, *[1] * (p.dim() - 1)) * g)
+                shape = (-1, *[1] * (p.dim() - 1))
+                # where(), not 0 * g: a diverged member's gradient may be inf/NaN (0 * inf = NaN)
+                p.sub_(torch.where(alive.view(shape), scale.view(shape) * g, torch.zeros_like(g)))
     history.loss = losses.cpu()
     history.diverged = (~alive).cpu()
     return history

@@ -2,7 +2,8 @@
 
 Conventions (see the notation page): a layer maps ``h -> W h`` with ``W`` of shape
 ``(out, in)``; a convolution kernel of shape ``(c_out, c_in, k, k)`` is flattened to the
-matrix ``(c_out, c_in * k * k)`` (the *output-channel* flattening of Le & Jegelka, Def. 10).
+matrix ``(c_out, c_in * k * k)``, one row per output channel (other flattenings of the same kernel
+tensor appear in Le & Jegelka's Theorem 1 and Lemma 9; chapters that use them say so).
 """
 
 from __future__ import annotations

@@ -1,0 +1,124 @@
+"""The claims ledger: verdicts, formatting, JSON."""
+
+from __future__ import annotations
+
+import json
+import math
+
+import pytest
+
+from implicit_bias.claims import Claim, Ledger
+
+NAN, INF = float("nan"), float("inf")
+
+
+def verdict(method: str, *args, **kw) -> str:
+    return getattr(Ledger("t"), method)("c", "src", "stmt", "paper", *args, **kw).verdict
+
+
+def test_close() -> None:
+    assert verdict("close", 1.05, 1.0, atol=0.1) == "PASS"
+    assert verdict("close", 1.15, 1.0, atol=0.1) == "FAIL"
+    assert verdict("close", 105.0, 100.0, rtol=0.05) == "PASS"  # bound atol + rtol * |target|
+    assert verdict("close", 106.0, 100.0, rtol=0.05) == "FAIL"
+    assert verdict("close", 0.9, 1.0, atol=0.05, rtol=0.05) == "PASS"
+    assert verdict("close", 1.0, 1.0) == "PASS"  # exact equality with zero tolerance
+    assert verdict("close", NAN, 1.0, atol=INF) == "FAIL"
+    assert verdict("close", INF, INF, atol=1.0) == "FAIL"
+
+
+def test_below_above_between() -> None:
+    assert verdict("below", 0.5, 1.0) == "PASS"
+    assert verdict("below", 1.0, 1.0) == "FAIL"  # strict
+    assert verdict("below", NAN, 1.0) == "FAIL"
+    assert verdict("below", -INF, 1.0) == "FAIL"
+    assert verdict("above", 2.0, 1.0) == "PASS"
+    assert verdict("above", 1.0, 1.0) == "FAIL"  # strict
+    assert verdict("above", NAN, 1.0) == "FAIL"
+    assert verdict("above", INF, 1.0) == "FAIL"
+    assert verdict("between", 1.0, 1.0, 2.0) == "PASS"  # closed interval
+    assert verdict("between", 2.0, 1.0, 2.0) == "PASS"
+    assert verdict("between", 2.5, 1.0, 2.0) == "FAIL"
+    assert verdict("between", NAN, -INF, INF) == "FAIL"
+
+
+def test_holds() -> None:
+    assert verdict("holds", "3 of 3", True) == "PASS"
+    assert verdict("holds", "2 of 3", False) == "FAIL"
+    import numpy as np
+
+    c = Ledger("t").holds("c", "s", "st", "p", "x", np.bool_(True))
+    assert c.passed is True
+
+
+def test_measured_accepts_tensors_and_numpy() -> None:
+    import numpy as np
+    import torch
+
+    led = Ledger("t")
+    assert led.close("a", "s", "st", "p", torch.tensor(0.5, dtype=torch.float64), 0.5).passed
+    assert led.below("b", "s", "st", "p", np.float32(0.1), 1.0).passed
+    assert led.claims[1].measured == "0.1"
+
+
+def test_duplicate_id_raises() -> None:
+    led = Ledger("t")
+    led.above("x", "s", "st", "p", 1.0, 0.0)
+    with pytest.raises(ValueError, match="duplicate claim id 'x'"):
+        led.below("x", "s", "st", "p", 1.0, 2.0)
+    assert len(led.claims) == 1
+
+
+def make_ledger() -> Ledger:
+    led = Ledger("part/01_slug")
+    led.close("lemma3", "Lemma 3", "the invariant is conserved", "exactly 0", 1.23456e-9, 0.0, atol=1e-6)
+    led.below("rank", "Fig. 2", "the rank drops", "rank 1", 0.31415, 0.5)
+    led.between("rho", "Thm 1", "rho stays in range", "[0.5, 1]", NAN, 0.5, 1.0)
+    led.holds("order", "Sec. 4", "deeper is lower rank", "monotone", "3 < 5 < 8", True)
+    return led
+
+
+def test_table_format_is_stable() -> None:
+    expected = """\
+id      source   paper      measured   tolerance         verdict
+------  -------  ---------  ---------  ----------------  -------
+lemma3  Lemma 3  exactly 0  1.23e-09   |x - 0| <= 1e-06  PASS
+rank    Fig. 2   rank 1     0.314      < 0.5             PASS
+rho     Thm 1    [0.5, 1]   nan        in [0.5, 1]       FAIL
+order   Sec. 4   monotone   3 < 5 < 8  exact             PASS
+3 of 4 claims hold.
+
+Statements:
+  lemma3: the invariant is conserved
+  rank: the rank drops
+  rho: rho stays in range
+  order: deeper is lower rank"""
+    led = make_ledger()
+    assert led.table() == expected
+    assert not led.all_passed
+    assert make_ledger().table() == expected  # deterministic
+
+
+def test_report_prints_the_table(capsys) -> None:
+    led = make_ledger()
+    led.report()
+    assert led.table() in capsys.readouterr().out
+
+
+def test_json_round_trip() -> None:
+    led = make_ledger()
+    data = json.loads(led.to_json())
+    assert data["chapter"] == "part/01_slug"
+    assert [r["verdict"] for r in data["claims"]] == ["PASS", "PASS", "FAIL", "PASS"]
+    rebuilt = [Claim(**{k: v for k, v in r.items() if k != "verdict"}) for r in data["claims"]]
+    assert rebuilt == led.claims
+    assert json.loads(json.dumps(data)) == data
+    assert math.isnan(float(data["claims"][2]["measured"]))  # NaN travels as the string "nan"
+
+
+def test_all_passed_on_empty_and_passing_ledgers() -> None:
+    led = Ledger("t")
+    assert led.all_passed
+    led.above("a", "s", "st", "p", 1.0, 0.0)
+    assert led.all_passed
+    assert "1 of 1 claims hold." in led.table()

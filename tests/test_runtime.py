@@ -1,0 +1,96 @@
+"""`implicit_bias.runtime` and `chapter.start_chapter`: profiles, devices, seeds."""
+
+from __future__ import annotations
+
+import random
+
+import numpy as np
+import pytest
+import torch
+
+from implicit_bias import runtime
+from implicit_bias.chapter import start_chapter
+
+PROFILES = {"ci": {"steps": 10}, "full": {"steps": 1000}}
+
+
+@pytest.fixture(autouse=True)
+def restore_threads():
+    n = torch.get_num_threads()
+    yield
+    torch.set_num_threads(n)
+
+
+def test_select_profile_returns_a_copy() -> None:
+    p = runtime.select_profile(PROFILES, "ci")
+    assert p == {"steps": 10}
+    p["steps"] = 0
+    assert PROFILES["ci"]["steps"] == 10
+
+
+def test_unknown_profile_lists_the_valid_ones() -> None:
+    with pytest.raises(ValueError, match=r"unknown profile 'gpu'; valid profiles are 'ci', 'full'"):
+        runtime.select_profile(PROFILES, "gpu")
+
+
+def test_resolve_device() -> None:
+    assert runtime.resolve_device("cpu") == torch.device("cpu")
+    expected = "cuda" if torch.cuda.is_available() else "cpu"
+    assert runtime.resolve_device("auto").type == expected
+
+
+@pytest.mark.skipif(torch.cuda.is_available(), reason="a GPU is present")
+def test_cuda_without_gpu_gives_advice() -> None:
+    with pytest.raises(RuntimeError, match=r"no CUDA GPU.*device='auto'.*device='cpu'"):
+        runtime.resolve_device("cuda")
+    with pytest.raises(RuntimeError, match="no CUDA GPU"):
+        runtime.resolve_device("cuda:0")
+
+
+def test_set_seed_is_deterministic() -> None:
+    def draw():
+        return random.random(), np.random.rand(), torch.rand(3), torch.randn(2, generator=gen)
+
+    gen = runtime.set_seed(3)
+    a = draw()
+    gen = runtime.set_seed(3)
+    b = draw()
+    assert a[0] == b[0] and a[1] == b[1] and torch.equal(a[2], b[2]) and torch.equal(a[3], b[3])
+    gen = runtime.set_seed(4)
+    assert not torch.equal(draw()[2], a[2])
+    assert isinstance(gen, torch.Generator)
+
+
+def test_set_seed_sets_threads() -> None:
+    runtime.set_seed(0, threads=1)
+    assert torch.get_num_threads() == 1
+    runtime.set_seed(0, threads=None)  # leaves the count alone
+    assert torch.get_num_threads() == 1
+
+
+@pytest.mark.parametrize("bad", [-1, 1.5, "0", None])
+def test_bad_seed_raises(bad) -> None:
+    with pytest.raises(ValueError, match="seed must be a non-negative int"):
+        runtime.set_seed(bad)
+
+
+def test_quiet(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv(runtime.QUIET_ENV, "1")
+    assert runtime.quiet()
+    monkeypatch.setenv(runtime.QUIET_ENV, "0")
+    assert not runtime.quiet()
+    monkeypatch.delenv(runtime.QUIET_ENV)
+    assert not runtime.quiet()
+
+
+def test_describe_run() -> None:
+    line = runtime.describe_run("ci", 2, "cpu")
+    assert line.startswith("profile=ci  seed=2  device=CPU  torch=")
+
+
+def test_start_chapter(capsys) -> None:
+    settings, dev = start_chapter(PROFILES, profile="full", seed=1, device="cpu")
+    assert settings == {"steps": 1000} and dev == torch.device("cpu")
+    assert "profile=full  seed=1  device=CPU" in capsys.readouterr().out
+    with pytest.raises(ValueError, match="valid profiles"):
+        start_chapter(PROFILES, profile="nope")
