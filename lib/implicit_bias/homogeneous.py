@@ -1,0 +1,316 @@
+"""Deep homogeneous ReLU networks for the theory of Kang et al. (ICLR 2024, Sec. 4.2, App. D).
+
+The networks of the theory are bias-free ReLU MLPs ``f(W; x) = W_L s(W_{L-1} ... s(W_1 x))``,
+optionally plus one scalar output bias ``b`` (the class ``F~`` of Prop. 4.2). Here a network is
+a list of stacked weight matrices, ``W_l`` of shape ``(E, out, in)`` for an ensemble of ``E``
+independent members (seeds), so a whole ensemble is a few batched matrix products; no ``vmap``
+is needed.
+
+Training is the gradient flow of the exponential loss, discretised in a scale-free way: gradient
+descent on ``J(W) = log sum_i exp(-y_i f(W; x_i))`` (the log of the summed exponential loss; its
+gradient is the loss gradient divided by the loss, so the trajectory is the gradient flow's up
+to a change of time) with a *relative* step: ``W <- W - eta ||W|| G / ||G||`` per member. The
+log-sum-exp form never underflows, however large the margins grow, so deep networks can be
+followed far past separation in float64.
+
+Also here: margins and the smoothed normalised margin of Lyu & Li (2020), rescaling to the
+margin-one, layer-balanced representative, the deterministic inequalities behind Prop. 4.1 and
+Thm. 4.1, margin points (Prop. 4.2), and the constants of Lemma D.4 as stated and as proved.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+import torch
+
+Weights = list[torch.Tensor]
+
+
+# --- data ----------------------------------------------------------------------------------
+
+
+def sphere_clusters(n: int, d: int, n_clusters: int = 6, spread: float = 0.35,
+                    positive_fraction: float = 0.5, seed: int = 0,
+                    dtype: torch.dtype = torch.float64) -> tuple[torch.Tensor, torch.Tensor]:
+    """Binary data on the unit sphere of ``R^d`` (the theory's ``||x|| <= 1``).
+
+    ``n_clusters`` centres are drawn uniformly on the sphere; the first half of the clusters
+    is labelled ``+1`` and the rest ``-1``. A point picks its label with probability
+    ``positive_fraction`` for ``+1``, then a cluster of that label uniformly, and is
+    ``normalise(centre + spread * z / sqrt(d))`` with ``z ~ N(0, I_d)``. Deterministic given
+    ``seed``; returns ``(X, y)`` with ``y`` in {-1, +1} of dtype ``dtype``.
+    """
+    if n < 1 or d < 2:
+        raise ValueError(f"need n >= 1 and d >= 2, got n={n}, d={d}")
+    if n_clusters < 2 or n_clusters % 2:
+        raise ValueError(f"n_clusters must be an even number >= 2, got {n_clusters}")
+    if not 0.0 < positive_fraction < 1.0:
+        raise ValueError(f"positive_fraction must be in (0, 1), got {positive_fraction}")
+    g = torch.Generator().manual_seed(int(seed))
+    centres = torch.randn(n_clusters, d, generator=g, dtype=torch.float64)
+    centres = centres / centres.norm(dim=1, keepdim=True)
+    half = n_clusters // 2
+    positive = torch.rand(n, generator=g, dtype=torch.float64) < positive_fraction
+    which = torch.randint(0, half, (n,), generator=g)
+    cluster = torch.where(positive, which, which + half)
+    X = centres[cluster] + spread * torch.randn(n, d, generator=g, dtype=torch.float64) / math.sqrt(d)
+    X = X / X.norm(dim=1, keepdim=True)
+    y = torch.where(positive, 1.0, -1.0).to(torch.float64)
+    return X.to(dtype), y.to(dtype)
+
+
+def sphere_uniform(n: int, d: int, seed: int = 0, dtype: torch.dtype = torch.float64) -> torch.Tensor:
+    """``n`` points drawn uniformly on the unit sphere of ``R^d`` (an OOD set with the same norm
+    as :func:`sphere_clusters`)."""
+    g = torch.Generator().manual_seed(int(seed))
+    X = torch.randn(n, d, generator=g, dtype=torch.float64)
+    return (X / X.norm(dim=1, keepdim=True)).to(dtype)
+
+
+# --- networks ------------------------------------------------------------------------------
+
+
+def init_weights(d_in: int, width: int, depth: int, members: int, scale: float = math.sqrt(2),
+                 seed: int = 0, dtype: torch.dtype = torch.float64) -> Weights:
+    """Stacked weights of ``members`` bias-free ReLU MLPs with ``depth`` layers and one output:
+    ``W_l ~ N(0, scale^2 / fan_in)`` i.i.d., shapes ``(members, out, in)`` (the default
+    ``scale = sqrt 2`` keeps the typical feature norm constant through ReLU layers, so deep
+    members start with live units)."""
+    if depth < 2:
+        raise ValueError(f"depth must be >= 2, got {depth}")
+    if members < 1 or width < 1:
+        raise ValueError(f"members and width must be >= 1, got {members}, {width}")
+    g = torch.Generator().manual_seed(int(seed))
+    dims = [d_in, *([width] * (depth - 1)), 1]
+    return [torch.randn(members, b, a, generator=g, dtype=torch.float64).mul_(scale / math.sqrt(a)).to(dtype)
+            for a, b in zip(dims[:-1], dims[1:])]
+
+
+def _inputs(X: torch.Tensor, members: int) -> torch.Tensor:
+    return X.unsqueeze(0).expand(members, *X.shape) if X.dim() == 2 else X
+
+
+def features(weights: Sequence[torch.Tensor], X: torch.Tensor) -> list[torch.Tensor]:
+    """Post-activations ``f_1(x), ..., f_{L-1}(x)`` of every member, each ``(E, n, width)``.
+    ``X`` is shared ``(n, d)`` or per member ``(E, n, d)``."""
+    h = _inputs(X, weights[0].shape[0])
+    out = []
+    for W in weights[:-1]:
+        h = torch.relu(h @ W.transpose(-1, -2))
+        out.append(h)
+    return out
+
+
+def forward(weights: Sequence[torch.Tensor], X: torch.Tensor,
+            bias: torch.Tensor | None = None) -> torch.Tensor:
+    """Outputs ``f(W; x) (+ b)`` of every member, shape ``(E, n)``."""
+    h = features(weights, X)[-1] if len(weights) > 1 else _inputs(X, weights[0].shape[0])
+    out = (h @ weights[-1].transpose(-1, -2)).squeeze(-1)
+    return out if bias is None else out + bias.unsqueeze(-1)
+
+
+def flat_norm(weights: Sequence[torch.Tensor], bias: torch.Tensor | None = None) -> torch.Tensor:
+    """Euclidean norm of all parameters of each member, ``(E,)``."""
+    sq = sum(W.pow(2).sum((1, 2)) for W in weights)
+    if bias is not None:
+        sq = sq + bias.pow(2)
+    return sq.sqrt()
+
+
+def log_exp_loss(weights: Sequence[torch.Tensor], X: torch.Tensor, y: torch.Tensor,
+                 bias: torch.Tensor | None = None) -> torch.Tensor:
+    """``J = log sum_i exp(-y_i f(x_i))`` per member, ``(E,)`` (computed with log-sum-exp)."""
+    return torch.logsumexp(-y * forward(weights, X, bias), dim=-1)
+
+
+# --- training ------------------------------------------------------------------------------
+
+
+@dataclass
+class FlowHistory:
+    """Recorded every ``every`` steps (and at the last): ``steps``; ``J`` ``(T, E)``;
+    ``norm`` (all parameters) ``(T, E)``; ``layer_sq`` squared Frobenius norms ``(T, E, L)``;
+    ``min_margin`` ``(T, E)``; ``bias`` ``(T, E)`` (if trained with one); ``halfway``: the parameters at half the steps (for directional
+    convergence)."""
+
+    steps: list[int] = field(default_factory=list)
+    J: list[torch.Tensor] = field(default_factory=list)
+    norm: list[torch.Tensor] = field(default_factory=list)
+    layer_sq: list[torch.Tensor] = field(default_factory=list)
+    min_margin: list[torch.Tensor] = field(default_factory=list)
+    bias: list[torch.Tensor] = field(default_factory=list)
+    halfway: list[torch.Tensor] | None = None
+
+    def stacked(self, name: str) -> torch.Tensor:
+        return torch.stack(getattr(self, name))
+
+
+def train_flow(weights: Weights, X: torch.Tensor, y: torch.Tensor, steps: int, eta: float = 0.003,
+               bias: torch.Tensor | None = None, every: int = 50) -> FlowHistory:
+    """Follow the gradient flow of the exponential loss (module docstring) for ``steps``
+    relative steps of size ``eta``, in place on ``weights`` (and ``bias``, shape ``(E,)``).
+
+    Raises ``RuntimeError`` naming the step if a value becomes non-finite.
+    """
+    if steps < 1 or not eta > 0:
+        raise ValueError(f"need steps >= 1 and eta > 0, got {steps}, {eta}")
+    params = list(weights) + ([bias] if bias is not None else [])
+    for p in params:
+        p.requires_grad_(True)
+    hist = FlowHistory()
+    E = weights[0].shape[0]
+
+    def record(step: int, J: torch.Tensor) -> None:
+        with torch.no_grad():
+            hist.steps.append(step)
+            hist.J.append(J.detach().clone())
+            hist.norm.append(flat_norm(weights, bias))
+            hist.layer_sq.append(torch.stack([W.pow(2).sum((1, 2)) for W in weights], -1))
+            hist.min_margin.append((y * forward(weights, X, bias)).min(-1).values)
+            if bias is not None:
+                hist.bias.append(bias.detach().clone())
+
+    for step in range(steps + 1):
+        J = log_exp_loss(weights, X, y, bias)
+        if step % every == 0 or step == steps:
+            if not bool(torch.isfinite(J).all()):
+                raise RuntimeError(f"train_flow: non-finite objective at step {step}; lower eta")
+            record(step, J)
+        if step == steps // 2:
+            hist.halfway = [p.detach().clone() for p in params]
+        if step == steps:
+            break
+        grads = torch.autograd.grad(J.sum(), params)
+        with torch.no_grad():
+            gnorm = torch.sqrt(sum(g.pow(2).reshape(E, -1).sum(1) for g in grads))
+            if not bool((gnorm > 0).all()):
+                dead = int((gnorm <= 0).nonzero()[0])
+                raise RuntimeError(f"train_flow: member {dead} has a zero gradient at step {step} "
+                                   "(every ReLU inactive); use a larger initialisation scale")
+            scale = eta * flat_norm(weights, bias) / gnorm
+            for p, g in zip(params, grads):
+                p.sub_(scale.view(-1, *[1] * (p.dim() - 1)) * g)
+    for p in params:
+        p.requires_grad_(False)
+    return hist
+
+
+def smoothed_normalized_margin(J: torch.Tensor, norm: torch.Tensor, depth: int) -> torch.Tensor:
+    """Lyu & Li's smoothed normalised margin ``-J / ||theta||^L`` (meaningful once ``J < 0``,
+    i.e. the summed exponential loss is below 1); non-decreasing along gradient flow."""
+    return -J / norm.pow(depth)
+
+
+def direction_cosine(a: Sequence[torch.Tensor], b: Sequence[torch.Tensor]) -> torch.Tensor:
+    """Cosine between two parameter vectors of every member, ``(E,)``."""
+    E = a[0].shape[0]
+    va = torch.cat([t.reshape(E, -1) for t in a], 1)
+    vb = torch.cat([t.reshape(E, -1) for t in b], 1)
+    return (va * vb).sum(1) / (va.norm(dim=1) * vb.norm(dim=1))
+
+
+def margin_one_balanced(weights: Sequence[torch.Tensor], X: torch.Tensor, y: torch.Tensor) -> Weights:
+    """The representative of the same classifier with minimum margin 1 and equal Frobenius
+    norms in every layer (the form of a solution of the min-norm problem, Lemma D.4's proof).
+    Rescaling layers by positive factors whose product is fixed leaves ``f`` unchanged."""
+    fro = torch.stack([W.pow(2).sum((1, 2)).sqrt() for W in weights], -1)  # (E, L)
+    L = len(weights)
+    geo = fro.log().mean(-1).exp()  # geometric mean
+    balanced = [W * (geo / fro[:, i]).view(-1, 1, 1) for i, W in enumerate(weights)]
+    q = (y * forward(balanced, X)).min(-1).values
+    if bool((q <= 0).any()):
+        raise ValueError("some member does not separate the data; no margin-one representative")
+    return [W / q.pow(1.0 / L).view(-1, 1, 1) for W in balanced]
+
+
+# --- the inequalities of Prop. 4.1 and Thm. 4.1 ---------------------------------------------
+
+
+def op_norms(weights: Sequence[torch.Tensor]) -> torch.Tensor:
+    """Spectral norms ``||W_l||_op`` of every layer, ``(E, L)``."""
+    return torch.stack([torch.linalg.matrix_norm(W, ord=2) for W in weights], -1)
+
+
+def chain_bound(weights: Sequence[torch.Tensor], X: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """The deterministic core of Prop. 4.1 (App. D.1): for every layer ``j = 1..L-1``,
+    ``E|f(x)| <= prod_{k>j} ||W_k||_op * E||f_j(x)||`` over the rows of ``X``.
+    Returns ``(lhs, rhs)``, each ``(E, L-1)`` (``lhs`` repeated over ``j``)."""
+    feats = features(weights, X)
+    ops = op_norms(weights)
+    lhs = forward(weights, X).abs().mean(-1)
+    rhs = []
+    for j in range(1, len(weights)):
+        tail = ops[:, j:].prod(-1)
+        rhs.append(tail * feats[j - 1].norm(dim=-1).mean(-1))
+    return lhs.unsqueeze(-1).expand(-1, len(rhs)), torch.stack(rhs, -1)
+
+
+def top_right_singular(W: torch.Tensor, k: int = 1) -> torch.Tensor:
+    """Top-``k`` right singular vectors of each ``(E, out, in)`` matrix, ``(E, in, k)``."""
+    _, _, Vh = torch.linalg.svd(W, full_matrices=False)
+    return Vh[:, :k, :].transpose(-1, -2)
+
+
+def split_bound(weights: Sequence[torch.Tensor], X: torch.Tensor, j: int, k: int = 1
+                ) -> dict[str, torch.Tensor]:
+    """Per-sample form of Thm. 4.1's argument at hidden layer ``j`` (1-based, ``j <= L-1``).
+
+    With ``A`` the projection on the top-``k`` right singular vectors of ``W_{j+1}`` and
+    ``s_1 >= s_2 >= ...`` its singular values, for every input
+    ``|f(x)| <= prod_{l >= j+2} ||W_l||_op * (s_1 ||A f_j(x)|| + s_{k+1} ||(I - A) f_j(x)||)``.
+    Returns ``abs_f``, ``bound``, ``proj`` (``||A f_j||``), ``rest`` (``||(I-A) f_j||``),
+    ``norm`` (``||f_j||``), each ``(E, n)``.
+    """
+    L = len(weights)
+    if not 1 <= j <= L - 1:
+        raise ValueError(f"j must be a hidden layer in 1..{L - 1}, got {j}")
+    fj = features(weights, X)[j - 1]
+    W = weights[j]  # W_{j+1}
+    s = torch.linalg.svdvals(W)
+    V = top_right_singular(W, k)
+    coef = fj @ V  # (E, n, k)
+    proj = coef.norm(dim=-1)
+    total = fj.norm(dim=-1)
+    rest = (total.pow(2) - proj.pow(2)).clamp_min(0).sqrt()
+    tail = op_norms(weights[j + 1:]).prod(-1) if j + 1 < L else torch.ones(W.shape[0], dtype=W.dtype)
+    s_next = s[:, k] if s.shape[1] > k else torch.zeros_like(s[:, 0])
+    bound = tail.unsqueeze(-1) * (s[:, :1] * proj + s_next.unsqueeze(-1) * rest)
+    return {"abs_f": forward(weights, X).abs(), "bound": bound, "proj": proj, "rest": rest, "norm": total}
+
+
+# --- Prop. 4.2 ------------------------------------------------------------------------------
+
+
+def margin_points(margins: torch.Tensor, eps: float = 0.05) -> torch.Tensor:
+    """Mask of the approximate margin points: ``q_i <= (1 + eps) min_j q_j`` per member
+    (``margins`` ``(E, n)``, positive after separation)."""
+    if not eps >= 0:
+        raise ValueError(f"eps must be >= 0, got {eps}")
+    qmin = margins.min(-1, keepdim=True).values
+    return margins <= qmin * (1 + eps)
+
+
+# --- Lemma D.4's constants ------------------------------------------------------------------
+
+
+def lemma_d4_bound(depth: int, shallow_depth: int, C: float, form: str = "proof") -> float:
+    """Lower bound on ``(1/L) sum_i ||W_i||_op / ||W_i||_F`` for the min-norm deep network.
+
+    ``form='statement'``: Kang et al.'s Lemma D.4 as printed, ``C_1^{1/L} sqrt(L/(L+1))`` with
+    ``C_1 = (1/sqrt 2)(sqrt 2 / C)^{L'}`` (the constant their proof names); tends to 1 as
+    ``L -> inf``. ``form='proof'``: what the proof derives (its eq. 7, Timor et al. 2023,
+    Thm. 5), ``(1/sqrt 2)(sqrt 2 / C)^{L'/L} sqrt(L/(L+1))``; tends to ``1/sqrt 2``.
+    """
+    L, Lp = depth, shallow_depth
+    if L <= Lp or Lp < 2 or not C > 0:
+        raise ValueError(f"need depth > shallow_depth >= 2 and C > 0, got {L}, {Lp}, {C}")
+    tail = math.sqrt(L / (L + 1))
+    if form == "statement":
+        C1 = (math.sqrt(2) / C) ** Lp / math.sqrt(2)
+        return C1 ** (1.0 / L) * tail
+    if form == "proof":
+        return (math.sqrt(2) / C) ** (Lp / L) / math.sqrt(2) * tail
+    raise ValueError(f"form must be 'statement' or 'proof', got {form!r}")

@@ -1,0 +1,118 @@
+"""Tests of implicit_bias.homogeneous (the theory of Kang et al., Sec. 4.2)."""
+
+import math
+
+import pytest
+import torch
+
+from implicit_bias import homogeneous as H
+
+
+def test_sphere_data_shapes_norms_and_balance():
+    X, y = H.sphere_clusters(400, 10, n_clusters=4, positive_fraction=0.75, seed=3)
+    assert X.shape == (400, 10) and y.shape == (400,)
+    assert torch.allclose(X.norm(dim=1), torch.ones(400, dtype=X.dtype))
+    assert set(y.tolist()) == {-1.0, 1.0}
+    assert 0.65 < float((y > 0).double().mean()) < 0.85
+    X2, y2 = H.sphere_clusters(400, 10, n_clusters=4, positive_fraction=0.75, seed=3)
+    assert torch.equal(X, X2) and torch.equal(y, y2)
+    U = H.sphere_uniform(50, 10, seed=1)
+    assert torch.allclose(U.norm(dim=1), torch.ones(50, dtype=U.dtype))
+
+
+@pytest.mark.parametrize("kwargs", [dict(n_clusters=3), dict(positive_fraction=1.0), dict(d=1)])
+def test_sphere_data_rejects_bad_parameters(kwargs):
+    args = dict(n=10, d=5) | kwargs
+    with pytest.raises(ValueError):
+        H.sphere_clusters(**args)
+
+
+def test_forward_matches_a_loop_and_is_homogeneous():
+    W = H.init_weights(5, 7, 3, members=2, seed=0)
+    X = torch.randn(11, 5, dtype=torch.float64)
+    out = H.forward(W, X)
+    for e in range(2):
+        h = X
+        for M in W[:-1]:
+            h = torch.relu(h @ M[e].T)
+        assert torch.allclose(out[e], (h @ W[-1][e].T).squeeze(-1))
+    # degree L in the parameters, degree 1 in the input
+    assert torch.allclose(H.forward([2.0 * M for M in W], X), 8.0 * out)
+    assert torch.allclose(H.forward(W, 0.3 * X), 0.3 * out)
+
+
+def test_train_flow_separates_and_keeps_layers_balanced():
+    X, y = H.sphere_clusters(60, 6, n_clusters=2, seed=0)
+    W = H.init_weights(6, 8, 3, members=2, seed=1)
+    hist = H.train_flow(W, X, y, steps=400, eta=0.01, every=100)
+    assert float(hist.stacked("J")[-1].max()) < 0  # summed exponential loss below 1
+    assert bool(((y * H.forward(W, X)) > 0).all())
+    sq = hist.stacked("layer_sq")[-1]
+    assert float((sq.max(-1).values / sq.min(-1).values).max()) < 1.2
+    assert hist.halfway is not None and len(hist.steps) == 5
+
+
+def test_margin_one_balanced_representative():
+    X, y = H.sphere_clusters(60, 6, n_clusters=2, seed=0)
+    W = H.init_weights(6, 8, 3, members=2, seed=1)
+    H.train_flow(W, X, y, steps=300, eta=0.01)
+    Wb = H.margin_one_balanced(W, X, y)
+    q = (y * H.forward(Wb, X)).min(-1).values
+    assert torch.allclose(q, torch.ones(2, dtype=q.dtype))
+    fro = torch.stack([M.pow(2).sum((1, 2)).sqrt() for M in Wb], -1)
+    assert torch.allclose(fro, fro[:, :1].expand_as(fro))
+    # the same classifier, up to a positive factor
+    ratio = H.forward(Wb, X) / H.forward(W, X)
+    assert torch.allclose(ratio, ratio[:, :1].expand_as(ratio))
+
+
+def test_chain_and_split_bounds_hold():
+    W = H.init_weights(5, 6, 4, members=3, seed=2)
+    X = torch.randn(40, 5, dtype=torch.float64)
+    lhs, rhs = H.chain_bound(W, X)
+    assert bool((lhs <= rhs * (1 + 1e-12)).all())
+    for k in (1, 2, 6):
+        s = H.split_bound(W, X, j=2, k=k)
+        assert bool((s["abs_f"] <= s["bound"] * (1 + 1e-12) + 1e-15).all())
+    with pytest.raises(ValueError):
+        H.split_bound(W, X, j=4)
+
+
+def test_split_bound_is_exact_for_rank_one_middle_layer():
+    # W_2 = s u v^T: with k = 1 the rest term has coefficient s_2 = 0
+    torch.manual_seed(0)
+    W1 = torch.randn(1, 4, 3, dtype=torch.float64)
+    u, v = torch.rand(4, dtype=torch.float64), torch.randn(4, dtype=torch.float64)
+    W2 = (u[:, None] * v[None, :]).unsqueeze(0)
+    W3 = torch.rand(1, 1, 4, dtype=torch.float64)
+    s = H.split_bound([W1, W2, W3], torch.randn(10, 3, dtype=torch.float64), j=1, k=1)
+    assert float(torch.linalg.svdvals(W2)[0, 1]) < 1e-12
+    assert bool((s["abs_f"] <= s["bound"] + 1e-12).all())
+
+
+def test_margin_points():
+    q = torch.tensor([[1.0, 1.02, 1.2, 3.0]])
+    assert H.margin_points(q, 0.05).tolist() == [[True, True, False, False]]
+    with pytest.raises(ValueError):
+        H.margin_points(q, -1.0)
+
+
+def test_lemma_d4_bounds_limits():
+    C = 2.0
+    big = 10**6
+    assert H.lemma_d4_bound(big, 2, C, "statement") == pytest.approx(1.0, abs=1e-4)
+    assert H.lemma_d4_bound(big, 2, C, "proof") == pytest.approx(1 / math.sqrt(2), abs=1e-4)
+    # at L = L' + ... both are below 1, and the statement is always the larger one for C > sqrt 2
+    for L in (3, 4, 8, 16):
+        assert H.lemma_d4_bound(L, 2, C, "proof") < H.lemma_d4_bound(L, 2, C, "statement") < 1
+    with pytest.raises(ValueError):
+        H.lemma_d4_bound(2, 2, C)
+    with pytest.raises(ValueError):
+        H.lemma_d4_bound(4, 2, C, "other")
+
+
+def test_smoothed_margin_and_cosine():
+    J = torch.tensor([[-2.0]])
+    assert float(H.smoothed_normalized_margin(J, torch.tensor([[2.0]]), 2)) == pytest.approx(0.5)
+    a = [torch.ones(2, 3, 3)]
+    assert torch.allclose(H.direction_cosine(a, [2 * a[0]]), torch.ones(2))
