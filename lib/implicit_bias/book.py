@@ -7,7 +7,7 @@ Usage (``python -m implicit_bias.book COMMAND --help`` for the options)::
     report                                        regenerate book/reproduction.md from the ledgers
     book        [--profile ci|full] [--jobs N]    execute every chapter into _build/<profile>/ and build the site
     build       [--source DIR]                    strict Jupyter Book build of a source tree
-    build-page  NOTEBOOK                          strict build of the front matter plus one page
+    build-page  NOTEBOOK                          strict build of the front matter plus one part
 
 Chapters are the jupytext ``.py`` files under ``chapters/``; the ``.py`` always wins over the
 paired ``.ipynb``. ``execute`` in profile ``ci`` writes the committed notebooks; ``book`` never
@@ -524,7 +524,8 @@ def cmd_build(args: argparse.Namespace) -> int:
 
 
 def cmd_build_page(args: argparse.Namespace) -> int:
-    """Front matter plus one page, strict: a quick check while writing a chapter."""
+    """Front matter plus one page and its part's other pages, strict: a quick check while
+    writing a chapter."""
     import yaml
 
     page = Path(args.page).resolve().with_suffix("")
@@ -534,8 +535,10 @@ def cmd_build_page(args: argparse.Namespace) -> int:
         stage_source(stage)
         toc = yaml.safe_load((ROOT / "_toc.yml").read_text())
         front = [c for part in toc["parts"] for c in part["chapters"] if c["file"].startswith("book/")]
+        # the page with the other pages of its part, so that references between them resolve
+        part = sorted({str(p.relative_to(ROOT).with_suffix("")) for p in page.parent.glob("*.ipynb")} | {str(rel)})
         toc["parts"] = [{"caption": "Front matter", "chapters": front},
-                        {"caption": "Page under test", "chapters": [{"file": str(rel)}]}]
+                        {"caption": "Part under test", "chapters": [{"file": f} for f in part]}]
         (stage / "_toc.yml").write_text(yaml.safe_dump(toc, sort_keys=False))
         # the report and errata pages link every chapter: replace them by stubs here
         (stage / "book" / "reproduction.md").write_text("# Reproduction report\n\n(stub)\n")
