@@ -1,0 +1,366 @@
+"""Max-margin problems, their KKT points, and the long loss-scaled runs that approach them.
+
+For a network that is positively ``L``-homogeneous in its parameters ``theta`` and trained with
+the logistic loss on separable data, gradient flow converges in direction to a KKT point of
+
+    min 1/2 ||theta||^2   subject to   q_i(theta) := y_i f(x_i; theta) >= 1  for all i
+
+(Lyu & Li 2020; Ji & Telgarsky 2020). This module solves such problems numerically (scipy's
+SLSQP with exact torch gradients), checks the KKT conditions of a candidate point (non-negative
+multipliers by NNLS on the active constraints), gives the closed-form KKT point of a width-2
+bias-free ReLU network on two one-sided clusters, measures normalised margins and sign / pattern
+changes along a trajectory, and runs loss-scaled gradient descent until a target margin is
+reached (the loss itself is then far below what float32 can hold: use float64).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+
+import numpy as np
+import torch
+from scipy.optimize import minimize, nnls
+from torch import nn
+
+from . import train as _train
+
+MarginFn = Callable[[torch.Tensor], torch.Tensor]
+
+
+# --------------------------------------------------------------------------------------------
+# data
+# --------------------------------------------------------------------------------------------
+def two_clusters(n_per_class: int = 20, p: tuple[float, float] = (1.0, 0.3),
+                 q: tuple[float, float] = (-0.5, 1.0), noise: float = 0.1, seed: int = 0,
+                 dtype: torch.dtype = torch.float64) -> tuple[torch.Tensor, torch.Tensor]:
+    """Two Gaussian clusters in the plane: ``n_per_class`` points ``p + noise * xi`` with label
+    +1 and as many ``q + noise * xi`` with label -1, rescaled so that ``max_i ||x_i|| = 1``.
+
+    With the defaults the classes are separable by a line through the origin and each class
+    lies in an open half-plane of its own: the setting of the width-2 counterexample."""
+    if n_per_class < 1:
+        raise ValueError(f"n_per_class must be >= 1, got {n_per_class}")
+    if noise < 0:
+        raise ValueError(f"noise must be >= 0, got {noise}")
+    g = torch.Generator().manual_seed(seed)
+    P = torch.tensor(p, dtype=dtype) + noise * torch.randn(n_per_class, 2, generator=g, dtype=dtype)
+    Q = torch.tensor(q, dtype=dtype) + noise * torch.randn(n_per_class, 2, generator=g, dtype=dtype)
+    X = torch.cat([P, Q])
+    X = X / X.norm(dim=1).max()
+    y = torch.cat([torch.ones(n_per_class, dtype=dtype), -torch.ones(n_per_class, dtype=dtype)])
+    return X, y
+
+
+# --------------------------------------------------------------------------------------------
+# linear hard-margin problems
+# --------------------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class LinearMaxMargin:
+    """Solution of ``min 1/2 ||u||^2  s.t.  Z u >= 1``.
+
+    ``u``: the solution; ``margin = 1 / ||u||`` the geometric margin of the rows of ``Z``;
+    ``multipliers`` the KKT multipliers (zero off the active set); ``kkt_residual`` the
+    relative stationarity residual ``||u - Z^T lambda|| / ||u||``; ``min_constraint``
+    ``min_i z_i . u`` (1 at the solution)."""
+
+    u: np.ndarray
+    margin: float
+    multipliers: np.ndarray
+    kkt_residual: float
+    min_constraint: float
+
+
+def _kkt_multipliers(theta: np.ndarray, grads: np.ndarray, q: np.ndarray,
+                     active_tol: float) -> tuple[np.ndarray, float]:
+    """NNLS for ``lambda >= 0`` with ``theta = sum_i lambda_i grad q_i`` over the active set
+    ``q_i <= 1 + active_tol``; returns ``(lambda, relative residual)``."""
+    active = np.flatnonzero(q <= 1.0 + active_tol)
+    lam = np.zeros(len(q))
+    if len(active) == 0:
+        return lam, 1.0
+    coef, _ = nnls(grads[active].T, theta)
+    lam[active] = coef
+    residual = np.linalg.norm(theta - grads.T @ lam) / max(np.linalg.norm(theta), 1e-300)
+    return lam, float(residual)
+
+
+def linear_max_margin(Z: torch.Tensor | np.ndarray, active_tol: float = 1e-6) -> LinearMaxMargin:
+    """Hard-margin direction of the rows of ``Z`` (e.g. ``z_i = y_i x_i``) through the origin.
+
+    Raises ``ValueError`` when no ``u`` with ``Z u > 0`` exists (the data are not separable
+    through the origin)."""
+    Z = np.asarray(torch.as_tensor(Z, dtype=torch.float64))
+    if Z.ndim != 2 or len(Z) == 0:
+        raise ValueError(f"Z must be a non-empty (n, d) array, got shape {Z.shape}")
+    # start from the normalised mean, rescaled to feasibility when it separates
+    u0 = Z.mean(0)
+    s = (Z @ u0).min()
+    u0 = u0 / s if s > 0 else u0
+    res = minimize(lambda u: 0.5 * u @ u, u0, jac=lambda u: u, method="SLSQP",
+                   constraints=[{"type": "ineq", "fun": lambda u: Z @ u - 1.0, "jac": lambda u: Z}],
+                   options={"ftol": 1e-15, "maxiter": 1000})
+    u = res.x
+    q = Z @ u
+    if not res.success or q.min() < 1.0 - 1e-6:
+        raise ValueError("the points are not separable by a hyperplane through the origin "
+                         f"(SLSQP: {res.message}; min constraint {q.min():.3g})")
+    lam, resid = _kkt_multipliers(u, Z, q, active_tol)
+    return LinearMaxMargin(u, float(1.0 / np.linalg.norm(u)), lam, resid, float(q.min()))
+
+
+# --------------------------------------------------------------------------------------------
+# the width-2 ReLU network and its closed-form KKT point
+# --------------------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class Width2KKT:
+    """Closed-form KKT point of ``f(x) = a_1 relu(w_1.x) + a_2 relu(w_2.x)`` on two clusters.
+
+    Neuron 1 serves the positives and neuron 2 the negatives: ``a_1 w_1 = u_+`` and
+    ``-a_2 w_2 = u_-`` with ``u_+`` (``u_-``) the one-class hard-margin solution of the
+    positive (negative) points, ``min ||u|| s.t. u.x_i >= 1`` over that class, and the
+    balanced split ``a_j^2 = ||w_j||^2 = ||u_j||`` (``a_1 > 0 > a_2``). ``W`` (2, d) and
+    ``a`` (2,) are the parameters; ``ratio = ||W||_2/||W||_F``;
+    ``norm_sq = ||theta||^2 = 2 ||u_+|| + 2 ||u_-||``; ``normalized_margin = 1 / norm_sq``;
+    ``cross_inactive`` the largest pre-activation of a neuron on the other class (must be
+    < 0 for the point to be valid); ``linear_margin`` the two-class hard margin
+    ``gamma_lin``; ``rank1_norm_sq`` the smallest ``||theta||^2`` of a feasible width-2
+    network whose first layer has rank 1 (see :func:`rank1_min_norm_sq`)."""
+
+    W: torch.Tensor
+    a: torch.Tensor
+    ratio: float
+    norm_sq: float
+    normalized_margin: float
+    cross_inactive: float
+    one_class_margins: tuple[float, float]
+    linear_margin: float
+    rank1_norm_sq: float
+
+    @property
+    def theta(self) -> torch.Tensor:
+        return torch.cat([self.W.flatten(), self.a])
+
+
+def width2_kkt_point(X: torch.Tensor, y: torch.Tensor) -> Width2KKT:
+    """The KKT point of the max-margin problem of a bias-free width-2 ReLU network in which
+    each neuron is active on one class only (see :class:`Width2KKT`).
+
+    Derivation: if neuron 1 is active exactly on the positives and neuron 2 exactly on the
+    negatives, the constraints split into ``a_1 w_1.x_i >= 1`` (positives) and
+    ``-a_2 w_2.x_j >= 1`` (negatives, so ``a_2 < 0`` and ``w_2.x_j > 0``). For a fixed
+    product ``u = a w`` the cost
+    ``a^2 + ||w||^2`` is minimised by ``|a| = ||w|| = ||u||^{1/2}`` (AM-GM), with value
+    ``2 ||u||``; so each neuron solves a one-class hard-margin problem."""
+    X = X.double()
+    y = y.double()
+    pos, neg = X[y > 0], X[y < 0]
+    if len(pos) == 0 or len(neg) == 0:
+        raise ValueError("need both classes")
+    up = linear_max_margin(pos)
+    um = linear_max_margin(neg)
+    lin = linear_max_margin(y[:, None] * X)
+    rows, a = [], []
+    for u, sign in ((up.u, 1.0), (um.u, -1.0)):
+        n = np.linalg.norm(u)
+        rows.append(torch.tensor(u / np.sqrt(n)))
+        a.append(sign * np.sqrt(n))
+    W = torch.stack(rows)
+    a_t = torch.tensor(a, dtype=torch.float64)
+    s = torch.linalg.svdvals(W)
+    norm_sq = float((W**2).sum() + (a_t**2).sum())
+    cross = float(torch.maximum((neg @ W[0]).max(), (pos @ W[1]).max()))
+    return Width2KKT(W, a_t, float(s[0] / s.norm()), norm_sq, 1.0 / norm_sq, cross,
+                     (up.margin, um.margin), lin.margin, rank1_min_norm_sq(X, y))
+
+
+def rank1_min_norm_sq(X: torch.Tensor, y: torch.Tensor, grid: int = 20_000) -> float:
+    """Smallest ``||theta||^2`` of a width-2 bias-free ReLU network with a rank-1 first layer
+    that satisfies ``y_i f(x_i) >= 1``, for planar inputs ``X`` (n, 2).
+
+    With rows ``w_j = c_j v`` (``||v|| = 1``), rows of equal sign make ``f`` vanish on a
+    half-plane, so ``c_1 > 0 > c_2`` (up to swapping) and ``f(x) = alpha relu(v.x) - beta
+    relu(-v.x)``. The cost ``a_1^2 + c_1^2 + a_2^2 + c_2^2`` is at least ``2 alpha + 2 beta``
+    (AM-GM, attained), and the constraints need ``alpha >= 1 / m_+(v)``, ``beta >= 1 / m_-(v)``
+    with ``m_+(v) = min_{y_i = 1} v.x_i`` and ``m_-(v) = min_{y_i = -1} (-v.x_i)``. So the
+    answer is ``min_v 2 / m_+(v) + 2 / m_-(v)`` over directions with both margins positive,
+    found by a grid over the angle of ``v`` and a bounded scalar refinement. Raises
+    ``ValueError`` for inputs that are not planar or when no direction separates the classes."""
+    from scipy.optimize import minimize_scalar
+
+    X = torch.as_tensor(X, dtype=torch.float64)
+    y = torch.as_tensor(y, dtype=torch.float64)
+    if X.ndim != 2 or X.shape[1] != 2:
+        raise ValueError(f"rank1_min_norm_sq needs planar inputs (n, 2), got {tuple(X.shape)}")
+    pos, neg = X[y > 0].numpy(), X[y < 0].numpy()
+
+    def cost(phi: float) -> float:
+        v = np.array([np.cos(phi), np.sin(phi)])
+        mp, mm = (pos @ v).min(), (-(neg @ v)).min()
+        return 2.0 / mp + 2.0 / mm if mp > 0 and mm > 0 else np.inf
+
+    phis = np.linspace(0.0, 2 * np.pi, grid, endpoint=False)
+    values = np.array([cost(p) for p in phis])
+    k = int(np.argmin(values))
+    if not np.isfinite(values[k]):
+        raise ValueError("no direction separates the classes through the origin")
+    step = phis[1] - phis[0]
+    res = minimize_scalar(cost, bounds=(phis[k] - step, phis[k] + step), method="bounded",
+                          options={"xatol": 1e-12})
+    return float(min(values[k], res.fun))
+
+
+# --------------------------------------------------------------------------------------------
+# KKT conditions of a homogeneous network's max-margin problem
+# --------------------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class KKTReport:
+    """KKT conditions at ``theta`` rescaled so that ``min_i q_i = 1`` (``theta_scaled``):
+    ``primal`` = ``min_i q_i`` after rescaling (1 by construction), ``multipliers`` >= 0 from
+    NNLS on the constraints with ``q_i <= 1 + active_tol``, ``stationarity`` the relative
+    residual ``||theta - sum_i lambda_i grad q_i|| / ||theta||``, ``n_active`` the size of the
+    active set."""
+
+    theta_scaled: torch.Tensor
+    multipliers: np.ndarray
+    stationarity: float
+    n_active: int
+    normalized_margin: float
+
+
+def kkt_check(margins: MarginFn, theta: torch.Tensor, degree: int,
+              active_tol: float = 1e-3) -> KKTReport:
+    """Check the KKT conditions of ``min 1/2||theta||^2 s.t. q(theta) >= 1`` at the direction
+    of ``theta``; ``margins(theta)`` returns the vector ``q(theta)`` (differentiable) and the
+    network is positively ``degree``-homogeneous. Raises ``ValueError`` if some margin is not
+    positive (no rescaling makes the point feasible)."""
+    theta = theta.detach().double()
+    q0 = margins(theta).detach()
+    if float(q0.min()) <= 0:
+        raise ValueError(f"min margin is {float(q0.min()):.3g} <= 0: the point classifies some "
+                         "sample wrongly, so no rescaling is feasible")
+    scaled = (theta / q0.min() ** (1.0 / degree)).requires_grad_(True)
+    q = margins(scaled)
+    grads = torch.stack([torch.autograd.grad(q[i], scaled, retain_graph=True)[0]
+                         for i in range(len(q))])
+    lam, resid = _kkt_multipliers(scaled.detach().numpy(), grads.numpy(),
+                                  q.detach().numpy(), active_tol)
+    nm = float(q0.min() / theta.norm() ** degree)
+    return KKTReport(scaled.detach(), lam, resid, int((lam > 0).sum()), nm)
+
+
+def solve_max_margin(margins: MarginFn, theta0: torch.Tensor, degree: int,
+                     maxiter: int = 2000) -> tuple[torch.Tensor, bool]:
+    """Local solution of ``min 1/2||theta||^2 s.t. q(theta) >= 1`` by SLSQP from ``theta0``
+    (rescaled to feasibility first), with exact torch Jacobians. Returns ``(theta, success)``.
+    The problem is non-convex: different starts can give different KKT points."""
+    theta0 = theta0.detach().double()
+    q0 = margins(theta0).detach()
+    if float(q0.min()) > 0:
+        theta0 = theta0 / q0.min() ** (1.0 / degree)
+
+    def fun(v: np.ndarray) -> np.ndarray:
+        return margins(torch.from_numpy(v)).detach().numpy() - 1.0
+
+    def jac(v: np.ndarray) -> np.ndarray:
+        t = torch.from_numpy(v.copy())
+        return torch.func.jacrev(margins)(t).detach().numpy()
+
+    res = minimize(lambda v: 0.5 * v @ v, theta0.numpy(), jac=lambda v: v, method="SLSQP",
+                   constraints=[{"type": "ineq", "fun": fun, "jac": jac}],
+                   options={"ftol": 1e-14, "maxiter": maxiter})
+    ok = bool(res.success) and float(fun(res.x).min()) > -1e-7
+    return torch.from_numpy(res.x), ok
+
+
+def normalized_margin(q: torch.Tensor, theta_norm: torch.Tensor, degree: int) -> torch.Tensor:
+    """``min_i q_i / ||theta||^degree`` (batched over leading dimensions of ``q``)."""
+    return q.min(-1).values / theta_norm**degree
+
+
+# --------------------------------------------------------------------------------------------
+# trajectories
+# --------------------------------------------------------------------------------------------
+def sign_changes(traj: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """``traj`` (T, ...) values over time; returns ``(count, last)`` per entry: how many
+    consecutive pairs of steps have different signs (``sign`` with 0 as its own sign), and the
+    last step index at which the sign changed (-1 if never)."""
+    s = torch.sign(traj)
+    changed = s[1:] != s[:-1]
+    count = changed.sum(0)
+    idx = torch.arange(1, len(traj)).view(-1, *[1] * (traj.dim() - 1)).expand_as(changed)
+    last = torch.where(changed, idx, torch.full_like(idx, -1)).max(0).values if len(traj) > 1 \
+        else torch.full(traj.shape[1:], -1)
+    return count, last
+
+
+@dataclass
+class MarginRun:
+    """A loss-scaled run: ``steps`` (T,), ``loss`` (T,), ``time`` (T,) the gradient-flow time
+    ``t_k = sum_{j<k} eta_j`` of the actual steps ``eta_j`` (see :func:`train_to_margin`),
+    ``params`` the
+    flattened parameters at every step (T, P), ``margin`` ``min_i y_i f(x_i)`` (T,),
+    ``records`` other per-step metrics, ``reached`` whether the target margin was reached."""
+
+    steps: torch.Tensor
+    loss: torch.Tensor
+    time: torch.Tensor
+    params: torch.Tensor
+    margin: torch.Tensor
+    records: dict[str, torch.Tensor] = field(default_factory=dict)
+    reached: bool = False
+
+
+def train_to_margin(model: nn.Module, X: torch.Tensor, y: torch.Tensor, *, lr: float,
+                    target_margin: float, max_steps: int, chunk: int = 25, degree: int = 2,
+                    metrics: Mapping[str, Callable[[nn.Module], torch.Tensor]] | None = None,
+                    ) -> MarginRun:
+    """Loss-scaled full-batch GD on the logistic loss (``train.train(..., loss_scaled_lr=True)``,
+    step ``lr / R(w_t)``, no cap) in chunks of ``chunk`` steps, until the smallest margin
+    ``min_i y_i f(x_i)`` exceeds ``target_margin`` or ``max_steps`` steps are done.
+
+    For a 2-homogeneous network this is gradient descent on ``log R`` with a constant relative
+    step, so ``||theta||`` grows geometrically and the margin reaches hundreds in a few thousand
+    steps; keep ``target_margin`` below ~600 so that ``R ~ exp(-margin)`` stays representable in
+    float64. For a network that is ``degree``-homogeneous with ``degree > 2`` the relative step
+    of ``lr / R`` would grow like ``||theta||^(degree-2)``, so the step is
+    ``lr / (R ||theta||^(degree-2))`` instead (still a time change of gradient flow). Every
+    step's parameters are kept (cheap for the small networks of the chapters).
+    """
+    if target_margin <= 0 or target_margin > 700:
+        raise ValueError(f"target_margin must be in (0, 700] for float64, got {target_margin}")
+    if max_steps < 1 or chunk < 1:
+        raise ValueError("max_steps and chunk must be >= 1")
+    if degree < 1:
+        raise ValueError(f"degree must be >= 1, got {degree}")
+    flat = lambda m: torch.cat([p.detach().flatten() for p in m.parameters()])
+    extra = max(degree - 2, 0)
+
+    def rate(step: int) -> float:
+        if extra == 0:
+            return lr
+        norm = float(flat(model).norm())
+        return lr / max(norm, 1.0) ** extra
+    margin = lambda m: (y * m(X).reshape(y.shape)).min()
+    all_metrics = {"params": flat, "margin": margin, **(metrics or {})}
+    recs: dict[str, list[torch.Tensor]] = {k: [] for k in all_metrics}
+    losses: list[torch.Tensor] = []
+    done, reached = 0, False
+    while done < max_steps and not reached:
+        n = min(chunk, max_steps - done)
+        rec = _train.Recorder(every=1, metrics=all_metrics)
+        h = _train.train(model, X, y, loss="logistic", steps=n, lr=rate, loss_scaled_lr=True,
+                         recorder=rec, progress=False)
+        first = 0 if done == 0 else 1  # the first record repeats the previous chunk's last
+        for k in all_metrics:
+            recs[k].extend(torch.as_tensor(v) for v in h.records[k][first:])
+        losses.extend(h.loss[first:])
+        done += n
+        reached = float(h.records["margin"][-1]) >= target_margin
+    loss = torch.stack(losses).double()
+    stacked = {k: torch.stack(v) for k, v in recs.items()}
+    norms = stacked["params"].double().norm(dim=1).clamp(min=1.0)
+    eta = lr / (loss * norms**extra)
+    time = torch.cat([torch.zeros(1, dtype=torch.float64), torch.cumsum(eta[:-1], 0)])
+    return MarginRun(torch.arange(len(loss)), loss, time, stacked.pop("params"),
+                     stacked.pop("margin"), stacked, reached)

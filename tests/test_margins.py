@@ -1,0 +1,120 @@
+"""Tests of implicit_bias.margins: max-margin solvers, KKT checks, trajectories."""
+
+import math
+
+import numpy as np
+import pytest
+import torch
+
+from implicit_bias import margins, models
+
+
+def test_linear_max_margin_known_answer():
+    # two points: the hard-margin direction is the min-norm point of their hull
+    Z = torch.tensor([[1.0, 0.0], [0.0, 1.0]], dtype=torch.float64)
+    sol = margins.linear_max_margin(Z)
+    np.testing.assert_allclose(sol.u, [1.0, 1.0], atol=1e-8)
+    assert sol.margin == pytest.approx(1 / math.sqrt(2), abs=1e-8)
+    assert sol.kkt_residual < 1e-8
+    np.testing.assert_allclose(sol.multipliers, [1.0, 1.0], atol=1e-6)
+
+
+def test_linear_max_margin_not_separable():
+    Z = torch.tensor([[1.0, 0.0], [-1.0, 0.0]], dtype=torch.float64)
+    with pytest.raises(ValueError, match="not separable"):
+        margins.linear_max_margin(Z)
+
+
+def test_two_clusters_shapes_and_scale():
+    X, y = margins.two_clusters(7, seed=3)
+    assert X.shape == (14, 2) and y.shape == (14,)
+    assert float(X.norm(dim=1).max()) == pytest.approx(1.0)
+    assert set(y.tolist()) == {-1.0, 1.0}
+    with pytest.raises(ValueError):
+        margins.two_clusters(0)
+
+
+def _q(X, y):
+    def q(theta):
+        W, a = theta[:4].reshape(2, 2), theta[4:]
+        return y * (torch.relu(X @ W.T) @ a)
+    return q
+
+
+def test_width2_kkt_point_is_kkt_and_matches_slsqp():
+    X, y = margins.two_clusters(10, q=(-0.8, 0.75), noise=0.05, seed=0)
+    kkt = margins.width2_kkt_point(X, y)
+    assert kkt.cross_inactive < 0
+    q = _q(X, y)
+    assert float(q(kkt.theta).min()) == pytest.approx(1.0, abs=1e-6)
+    rep = margins.kkt_check(q, kkt.theta, degree=2, active_tol=1e-6)
+    assert rep.stationarity < 1e-8
+    assert rep.normalized_margin == pytest.approx(kkt.normalized_margin, rel=1e-6)
+    sol, _ = margins.solve_max_margin(q, kkt.theta * 1.3 + 0.01, 2)
+    assert float(sol.norm() ** 2) == pytest.approx(kkt.norm_sq, rel=1e-6)
+    # a rank-2 KKT point beats every rank-1 network on these data, and the best rank-1
+    # network is no worse than the one computing the two-class max-margin classifier
+    assert kkt.norm_sq < kkt.rank1_norm_sq <= 4 / kkt.linear_margin + 1e-9
+    assert kkt.ratio < 0.99
+
+
+def test_kkt_check_rejects_misclassifying_point():
+    X, y = margins.two_clusters(5, seed=1)
+    with pytest.raises(ValueError, match="no rescaling"):
+        margins.kkt_check(_q(X, y), torch.zeros(6, dtype=torch.float64), degree=2)
+
+
+def test_normalized_margin_is_scale_invariant():
+    q = torch.tensor([[2.0, 3.0]])
+    nm = margins.normalized_margin(q, torch.tensor([2.0]), 2)
+    assert float(nm) == pytest.approx(0.5)
+    # theta -> 2 theta multiplies the margins of a 2-homogeneous network by 4
+    assert float(margins.normalized_margin(4 * q, torch.tensor([4.0]), 2)) == pytest.approx(0.5)
+
+
+def test_sign_changes_counts_and_last_index():
+    traj = torch.tensor([[1.0, 1.0], [-1.0, 2.0], [-2.0, 3.0], [1.0, 4.0]])
+    count, last = margins.sign_changes(traj)
+    assert count.tolist() == [2, 0]
+    assert last.tolist() == [3, -1]
+
+
+def test_train_to_margin_reaches_target_and_times_increase():
+    torch.manual_seed(0)
+    X, y = margins.two_clusters(5, q=(-0.8, 0.75), noise=0.05, seed=0)
+    net = models.MLP(2, 1, width=3, depth=2, bias=False, activation="linear").double()
+    run = margins.train_to_margin(net, X, y, lr=0.05, target_margin=50.0, max_steps=3000, chunk=10)
+    assert run.reached
+    assert float(run.margin[-1]) >= 50.0
+    assert len(run.steps) == len(run.loss) == len(run.params) == len(run.time)
+    assert bool((run.time[1:] > run.time[:-1]).all())
+    # the recorded last parameters are the model's parameters
+    flat = torch.cat([p.detach().flatten() for p in net.parameters()])
+    torch.testing.assert_close(run.params[-1], flat)
+
+
+def test_train_to_margin_degree3_stays_finite():
+    torch.manual_seed(0)
+    X, y = margins.two_clusters(5, q=(-0.8, 0.75), noise=0.05, seed=0)
+    net = models.MLP(2, 1, width=4, depth=3, bias=False, activation="linear",
+                     init_scale=0.8).double()
+    run = margins.train_to_margin(net, X, y, lr=0.05, target_margin=100.0, max_steps=5000, degree=3)
+    assert run.reached and bool(torch.isfinite(run.time).all())
+
+
+def test_train_to_margin_bad_arguments():
+    X, y = margins.two_clusters(3)
+    net = models.MLP(2, 1, width=2, depth=2, bias=False).double()
+    with pytest.raises(ValueError):
+        margins.train_to_margin(net, X, y, lr=0.1, target_margin=900.0, max_steps=10)
+    with pytest.raises(ValueError):
+        margins.train_to_margin(net, X, y, lr=0.1, target_margin=10.0, max_steps=0)
+
+
+def test_rank1_min_norm_sq_symmetric_case():
+    # +-1 points on the x-axis: the best rank-1 network uses v = e_1, alpha = beta = 1
+    X = torch.tensor([[1.0, 0.0], [-1.0, 0.0]], dtype=torch.float64)
+    y = torch.tensor([1.0, -1.0], dtype=torch.float64)
+    assert margins.rank1_min_norm_sq(X, y) == pytest.approx(4.0, rel=1e-8)
+    with pytest.raises(ValueError):
+        margins.rank1_min_norm_sq(torch.zeros(2, 3), y)
