@@ -5,6 +5,7 @@ a strict build of the site from the committed notebooks."""
 from __future__ import annotations
 
 import json
+import re
 import textwrap
 from pathlib import Path
 
@@ -51,6 +52,21 @@ def test_chapter_has_parameters_and_passing_ledger(py: Path):
     assert not failed, f"claims that do not hold in the committed run: {failed}"
     last_code = [c for c in nb.cells if c.cell_type == "code"][-1]
     assert "NBVAL_CHECK_OUTPUT" in last_code.source, "the claims cell must be checked by nbval"
+
+
+BROKEN_FENCE = re.compile(r"^\s*```+\s*\{[^}]+\}.*`")
+
+
+@pytest.mark.parametrize("page", [*CHAPTERS, *sorted((ROOT / "book").rglob("*.md"))], ids=lambda p: p.stem)
+def test_directive_titles_do_not_break_their_fence(page: Path):
+    """CommonMark forbids backticks in the info string of a backtick fence, so a directive such as
+    ```{prf:lemma} Title {cite:t}`key` silently renders as plain text: use a colon fence
+    (:::{prf:lemma} ... :::) when the title holds a role."""
+    cells = (book.notebook_from_source(page).cells if page.suffix == ".py"
+             else [nbformat.v4.new_markdown_cell(page.read_text())])
+    bad = [line for c in cells if c.cell_type == "markdown" for line in c.source.splitlines()
+           if BROKEN_FENCE.match(line)]
+    assert not bad, f"use ':::' fences for these directives: {bad}"
 
 
 def test_every_chapter_is_in_the_toc_and_every_toc_file_exists():

@@ -89,11 +89,11 @@ print(f"digits {P['classes'][0]} vs {P['classes'][1]}: {len(X)} training images,
 # subdifferential) or by gradient descent $w_{t+1}=w_t-\eta\,g_t$ with $g_t$ the gradient that
 # autograd returns (it uses $\sigma'(0)=0$).
 #
-# ```{prf:assumption} Stable sign regime (Assumption 1 of {cite:t}`le2022training`)
+# :::{prf:assumption} Stable sign regime (Assumption 1 of {cite:t}`le2022training`)
 # :label: inv-cq-asm-stable-sign
 # For some $t_0<t_N\le\infty$, $\operatorname{sgn}w(t)=\operatorname{sgn}w(t_0)$ for all
 # $t\in[t_0,t_N)$; the paper then writes $t_0=0$.
-# ```
+# :::
 #
 # ```{prf:assumption} Differentiable loss (Assumption 3)
 # :label: inv-cq-asm-loss
@@ -103,7 +103,7 @@ print(f"digits {P['classes'][0]} vs {P['classes'][1]}: {len(X)} training images,
 # %% [markdown]
 # ## The vertex-wise invariance
 #
-# ```{prf:lemma} Vertex-wise invariance (Lemma 3 of {cite:t}`le2022training`)
+# :::{prf:lemma} Vertex-wise invariance (Lemma 3 of {cite:t}`le2022training`)
 # :label: inv-cq-lem3
 # Under Assumptions 1 and 3, for every
 # hidden vertex $v\in V\setminus(I\cup\{o\})$ whose incident edges all carry learnable weights,
@@ -117,7 +117,7 @@ print(f"digits {P['classes'][0]} vs {P['classes'][1]}: {len(X)} training images,
 #
 # $$\sum_{a\in\mathrm{IN}}w_{au}(t)w_{av}(t)-\sum_{b\in\mathrm{OUT}}w_{ub}(t)w_{vb}(t)
 #   =\sum_{a\in\mathrm{IN}}w_{au}(0)w_{av}(0)-\sum_{b\in\mathrm{OUT}}w_{ub}(0)w_{vb}(0). \tag{5}$$
-# ```
+# :::
 #
 # Eq. (4) is true, and it does not need Assumption 1; Eq. (5)
 # is false for ReLU networks (last section). Write $Q_v:=\|\mathrm{in}_v\|^2-\|\mathrm{out}_v\|^2$
@@ -154,13 +154,13 @@ print(f"digits {P['classes'][0]} vs {P['classes'][1]}: {len(X)} training images,
 # - **Biases** must be counted as in-edges (an edge from a constant input). If they are left out,
 #   the Euler term is $b_v\sum_i\delta_v^{(i)}\neq0$.
 #
-# ```{prf:definition} Residual blocks (Definition 5 of {cite:t}`le2022training`)
+# :::{prf:definition} Residual blocks (Definition 5 of {cite:t}`le2022training`)
 # :label: inv-cq-def-resnet
 # With $x\in\mathbb R^a$, $Y\in\mathbb R^{b\times a}$, $U\in\mathbb R^{c\times b}$:
 # 1. ResNetIdentity: $r(x;U,Y)=\sigma\big(U\sigma(Yx)+x\big)$ ($c=a$);
 # 2. ResNetDiagonal: $r(x;U,Y,D)=\sigma\big(U\sigma(Yx)+Dx\big)$ with $D$ diagonal and learnable ($c=a$);
 # 3. ResNetFree: $r(x;U,Y,Z)=\sigma\big(U\sigma(Yx)+Zx\big)$ with $Z\in\mathbb R^{c\times a}$ learnable.
-# ```
+# :::
 #
 # In all three, the *middle* neurons (between $Y$ and $U$) satisfy Eq. (4). The block's *output*
 # neurons, and the neurons feeding a block, have the skip among their incident edges: with a
@@ -169,7 +169,7 @@ print(f"digits {P['classes'][0]} vs {P['classes'][1]}: {len(X)} training images,
 # $\|U_{k,:}\|^2-\|Y'_{:,k}\|^2$ built from the learnable weights alone drifts. That is the
 # negative control below.
 #
-# ```{prf:lemma} Weight sharing (Lemma 8 of {cite:t}`le2022training`, per-channel form)
+# :::{prf:lemma} Weight sharing (Lemma 8 of {cite:t}`le2022training`, per-channel form)
 # :label: inv-cq-lem8
 # Let $T_1$ be a bias-free convolutional layer whose output channel $k$ has kernel $T_1[k]$, and
 # let $\mathrm{out}_k$ be the parameters of the next layer that read channel $k$. Then
@@ -177,9 +177,9 @@ print(f"digits {P['classes'][0]} vs {P['classes'][1]}: {len(X)} training images,
 # lemma for *pairs* of channels $k\neq k'$, with the sums
 # $\sum|w w'|$ over paired kernel entries (its Eq. 47); that pair form fails for the same reason
 # as Eq. (5).
-# ```
+# :::
 #
-# ```{prf:theorem} Matrix-wise invariances (Theorem 1 of {cite:t}`le2022training`)
+# :::{prf:theorem} Matrix-wise invariances (Theorem 1 of {cite:t}`le2022training`)
 # :label: inv-cq-thm1
 # Under Assumptions 1 and 3, for
 # almost every $t\ge0$
@@ -192,7 +192,7 @@ print(f"digits {P['classes'][0]} vs {P['classes'][1]}: {len(X)} training images,
 # $W_1=[U_1\ Z_1]$, $W_2=\begin{bmatrix}Y_2\\Z_2\end{bmatrix}$ between consecutive ResNetFree
 # blocks; (5)-(7) the mixed pairs convolution-dense, convolution-ResNetFree and
 # ResNetFree-dense, with the analogous rearrangements.
-# ```
+# :::
 #
 # The diagonal of Eq. (6) is $-Q_v$ for the units shared by $W_1$ and $W_2$, so it is
 # Eq. (4) again; the off-diagonal entries are Eq. (5). The library builds, for every model of the
@@ -205,12 +205,12 @@ print(f"digits {P['classes'][0]} vs {P['classes'][1]}: {len(X)} training images,
 # the graph.
 # ```
 #
-# ```{prf:lemma} Edge-wise invariance (Lemma 4 of {cite:t}`le2022training`)
+# :::{prf:lemma} Edge-wise invariance (Lemma 4 of {cite:t}`le2022training`)
 # :label: inv-cq-lem4
 # Under Assumptions 1 and 3, for layers
 # $F,F'$ of learnable weights, for almost every $t\ge0$,
 # $\sum_{e\in F}w_e^2(t)-\sum_{f\in F'}w_f^2(t)=\sum_{e\in F}w_e^2(0)-\sum_{f\in F'}w_f^2(0)$. (7)
-# ```
+# :::
 #
 # The proof (and our check) uses sets $F$ that every input-output path crosses *exactly once*:
 # then $\nu$ is positively 1-homogeneous in $(w_e)_{e\in F}$, and Euler's identity

@@ -71,10 +71,10 @@ gen = torch.Generator().manual_seed(seed)
 # linear) and computes $\sigma_v\big(\sum_{u\in \mathrm{IN}_v} w_{uv}\,\mathrm{post}_u\big)$.
 # Networks are bias-free (a bias is an edge from an input fixed to 1).
 #
-# ```{prf:definition} Feedforward networks (Definition 1 of {cite:t}`le2022training`)
+# :::{prf:definition} Feedforward networks (Definition 1 of {cite:t}`le2022training`)
 # :label: inv-def-feedforward
 # A neural network $\nu$ with graph $G$ is *feedforward* if $G$ is a directed acyclic graph.
-# ```
+# :::
 #
 # ```{prf:definition} Fully-connected networks (Definition 2)
 # :label: inv-def-fully-connected
@@ -131,13 +131,13 @@ ledger.holds("def4-count-formula", "Def. 4", "path counts (DFS and DP) equal d*p
 # %% [markdown]
 # ## The decomposition
 #
-# ```{prf:lemma} Decomposition (Lemma 2 of {cite:t}`le2022training`)
+# :::{prf:lemma} Decomposition (Lemma 2 of {cite:t}`le2022training`)
 # :label: inv-lem-decomposition
 # Let $\nu:\mathbb R^d\to\mathbb R$ be a feedforward network with graph $G$ and $\rho$
 # input-output paths. There is a tree network $\mu:\mathbb R^\rho\to\mathbb R$ such that
 # $\nu=\mu\circ h$, where $h$ is the path enumeration function of $G$. All weights of $\mu$
 # are $-1$ or $+1$ and are determined by the signs of the weights of $\nu$.
-# ```
+# :::
 #
 # ```{prf:lemma} Absolute-valued decomposition (Lemma 5)
 # :label: inv-lem-abs-decomposition

@@ -67,13 +67,13 @@ sq_frob = lambda M: M.pow(2).sum((-2, -1))
 # %% [markdown]
 # ## The statements
 #
-# ```{prf:definition} Convolutional tensors (Definition 10 of {cite:t}`le2022training`)
+# :::{prf:definition} Convolutional tensors (Definition 10 of {cite:t}`le2022training`)
 # :label: inv-def-conv-tensor
 # The free parameters of a bias-free convolutional layer form a tensor
 # $T\in\mathbb R^{a\times b\times c}$, where $a$ is the number of input channels, $b$ the
 # number of entries of each filter (its spatial size, e.g. $b=3\cdot3$) and $c$ the number of
 # output channels.
-# ```
+# :::
 #
 # ```{prf:definition} Matrix representation of a layer (Definition 7)
 # :label: inv-def-matrix-representation
@@ -117,13 +117,13 @@ sq_frob = lambda M: M.pow(2).sum((-2, -1))
 # %% [markdown]
 # ## Lemma 9: two flattenings of a convolution tensor
 #
-# ```{prf:lemma} Lemma 9 of {cite:t}`le2022training`
+# :::{prf:lemma} Lemma 9 of {cite:t}`le2022training`
 # :label: inv-lem-flattenings
 # Let $T\in\mathbb R^{a\times b\times c}$ and let $T_1\in\mathbb R^{c\times(ab)}$ and
 # $T_2\in\mathbb R^{(bc)\times a}$ be its flattenings that keep the last, respectively the
 # first, index as a matrix index. Then
 # $$\frac{1}{\min(a,b)}\,\|T_1\|_2^2\le\|T_2\|_2^2. \tag{55}$$
-# ```
+# :::
 #
 # ```{prf:proof}
 # The paper cites Theorem 4.8 of {cite:t}`wang2017operator`. An elementary proof:
@@ -208,12 +208,12 @@ ledger.close("lemma9-extremal", "Lemma 9", "the tensor sum_k e_k x e_k x w attai
 #
 # ## Lemma 10: the two representations of a ResNetFree block
 #
-# ```{prf:lemma} Lemma 10 of {cite:t}`le2022training`, as printed
+# :::{prf:lemma} Lemma 10 of {cite:t}`le2022training`, as printed
 # :label: inv-lem-resnet-switch
 # For a ResNetFree block with $Y\in\mathbb R^{b\times a}$, $U\in\mathbb R^{c\times b}$ and
 # $Z\in\mathbb R^{c\times a}$, let $A=[U\ Z]$ and $B=\begin{bmatrix}Y\\Z\end{bmatrix}$. Then
 # $\|B\|_2^2\ge\frac18\|A\|_2^2-D'$, where $D'\ge0$ is fixed at initialisation.
-# ```
+# :::
 #
 # The proof uses the matrix invariance of Theorem 1 (point 3),
 # $U^\top U-YY^\top=C_0$ for all $t$, and produces $D'=\frac14\|C_0\|_2^2$. Two steps of the
