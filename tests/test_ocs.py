@@ -136,3 +136,37 @@ def test_train_model_reduces_loss():
     res = ocs.train_model(model, X, y, "ce", epochs=20, batch_size=16, lr=1e-2)
     assert res.losses[-1] < res.losses[0]
     assert not model.training
+
+
+def test_mean_se_and_bounds():
+    x = torch.tensor([[1.0, 2.0], [3.0, 2.0], [5.0, 2.0]])
+    mean, se = ocs.mean_se(x)
+    assert torch.allclose(mean, torch.tensor([3.0, 2.0], dtype=D))
+    assert torch.allclose(se, torch.tensor([2.0 / math.sqrt(3), 0.0], dtype=D))
+    assert torch.allclose(ocs.lower_bound(x, k=2), mean - 2 * se)
+    assert torch.allclose(ocs.upper_bound(x, k=1, axis=0), mean + se)
+    # one value: infinite standard error, so no claim can pass on it
+    assert math.isinf(float(ocs.mean_se([1.0])[1]))
+    assert float(ocs.lower_bound([1.0])) == -math.inf
+    with pytest.raises(ValueError, match="k must be"):
+        ocs.lower_bound([1.0, 2.0], k=-1)
+
+
+def test_resnet20_shapes_and_size():
+    torch.manual_seed(0)
+    net = ocs.ResNet20(10)
+    n_params = sum(p.numel() for p in net.parameters())
+    assert 0.26e6 < n_params < 0.28e6  # He et al.: 0.27M
+    x = torch.rand(2, 3, 32, 32)
+    net.eval()
+    out = net(x)
+    assert out.shape == (2, 10)
+    stages = net.stages(x)
+    assert [tuple(s.shape[1:]) for s in stages] == [(16, 32, 32), (16, 32, 32), (32, 16, 16), (64, 8, 8), (10,)]
+    assert torch.allclose(stages[-1] + net.linear.bias, out, atol=1e-5)
+    # the shortcut of a down-sampling block has no parameters and pads the channels with zeros
+    block = net.layers[1][0]
+    s = block.shortcut(torch.ones(1, 16, 32, 32))
+    assert s.shape == (1, 32, 16, 16) and float(s.sum()) == 16 * 16 * 16
+    with pytest.raises(ValueError, match="at least one"):
+        ocs.ResNet20(blocks=0)

@@ -737,4 +737,4 @@ def load_cifar10c(corruption: str, severity: int, root: str | os.PathLike | None
     block = slice((severity - 1) * n, severity * n)
     data = np.ascontiguousarray(images[block]).transpose(0, 3, 1, 2)
     X = torch.from_numpy(data.astype(np.float32) / 255.0).to(dtype)
-    return X, torch.from_numpy(np.asarray(labels[block], dtype=np.int64))
+    return X, torch.from_numpy(np.array(labels[block], dtype=np.int64))

@@ -420,6 +420,37 @@ def spearman(x: Sequence[float] | torch.Tensor, y: Sequence[float] | torch.Tenso
     return float(spearmanr(torch.as_tensor(x).tolist(), torch.as_tensor(y).tolist()).statistic)
 
 
+def mean_se(values: Sequence[float] | torch.Tensor, axis: int = 0) -> tuple[torch.Tensor, torch.Tensor]:
+    """Mean and standard error ``sd / sqrt(n)`` (sample sd, ``ddof=1``) of ``values`` along
+    ``axis`` (float64). The statistic of a claim about an average over independently trained
+    networks; a single value gives an infinite standard error (nothing can be claimed)."""
+    x = torch.as_tensor(values, dtype=torch.float64)
+    n = x.shape[axis]
+    if n < 1:
+        raise ValueError("need at least one value")
+    mean = x.mean(axis)
+    if n == 1:
+        return mean, torch.full_like(mean, math.inf)
+    return mean, x.std(axis, correction=1) / math.sqrt(n)
+
+
+def lower_bound(values: Sequence[float] | torch.Tensor, k: float = 2.0, axis: int = 0) -> torch.Tensor:
+    """``mean - k * standard error`` along ``axis`` (:func:`mean_se`): a claim "the mean is
+    positive" is checked as ``lower_bound > 0`` with ``k`` fixed in advance."""
+    if k < 0:
+        raise ValueError(f"k must be >= 0, got {k}")
+    mean, se = mean_se(values, axis)
+    return mean - k * se
+
+
+def upper_bound(values: Sequence[float] | torch.Tensor, k: float = 2.0, axis: int = 0) -> torch.Tensor:
+    """``mean + k * standard error`` along ``axis`` (:func:`mean_se`)."""
+    if k < 0:
+        raise ValueError(f"k must be >= 0, got {k}")
+    mean, se = mean_se(values, axis)
+    return mean + k * se
+
+
 def train_classifier(model: nn.Module, split, loss: Loss, targets: torch.Tensor | None = None,
                      **kwargs) -> TrainResult:
     """:func:`train_model` on ``split.X_train`` with ``split.y_train`` (or ``targets``, e.g.
@@ -427,3 +458,194 @@ def train_classifier(model: nn.Module, split, loss: Loss, targets: torch.Tensor 
     :func:`train_model`."""
     y = split.y_train if targets is None else targets
     return train_model(model, split.X_train, y, loss, **kwargs)
+
+
+# --- networks with optional normalisation (Sec. 4.1, App. C.1) -----------------------------
+
+Norm = Literal["batch", "layer"] | None
+
+
+def _norm_layer(norm: Norm, channels: int, conv: bool) -> nn.Module:
+    if norm is None:
+        return nn.Identity()
+    if norm == "batch":
+        return nn.BatchNorm2d(channels) if conv else nn.BatchNorm1d(channels)
+    if norm == "layer":
+        return nn.GroupNorm(1, channels) if conv else nn.LayerNorm(channels)
+    raise ValueError(f"unknown norm {norm!r}; use None, 'batch' or 'layer'")
+
+
+class NormCNN(nn.Module):
+    """A CNN with biases and an optional normalisation after every hidden weight layer:
+    ``[conv -> norm -> ReLU (-> max-pool)]*`` then ``[linear -> norm -> ReLU]*`` then a linear
+    output. ``norm``: None, ``'batch'`` (BatchNorm) or ``'layer'`` (LayerNorm over all of a
+    layer's units; ``GroupNorm(1, c)`` for conv layers). ``pool_after`` lists the conv layers
+    followed by a 2x2 max-pool.
+
+    For the mechanism of Sec. 4.1, :meth:`linear_parts` returns ``W_i phi_i(x)`` (each weight
+    layer's output *without* its bias) and :meth:`layer_inputs` the ``phi_i(x)``; ``forward(x,
+    zero_at=k)`` sets ``W_k phi_k(x) = 0`` at weight layer ``k``, so the output is the
+    accumulated constant ``g_{k+1}(sigma(b_k))`` of the paper (norm layers in eval mode add their
+    shifts).
+    """
+
+    def __init__(self, in_channels: int, image_size: int, d_out: int, channels: Sequence[int] = (16, 32),
+                 hidden: Sequence[int] = (64,), kernel_size: int = 3, padding: int = 1,
+                 pool_after: Sequence[int] = (0, 1), norm: Norm = None) -> None:
+        super().__init__()
+        _norm_layer(norm, 1, False)  # validates norm
+        self.convs, self.conv_norms = nn.ModuleList(), nn.ModuleList()
+        self.pool_after = set(pool_after)
+        size, c_prev = image_size, in_channels
+        for i, c in enumerate(channels):
+            self.convs.append(nn.Conv2d(c_prev, c, kernel_size, padding=padding))
+            self.conv_norms.append(_norm_layer(norm, c, True))
+            size = size + 2 * padding - kernel_size + 1
+            if i in self.pool_after:
+                size //= 2
+            c_prev = c
+        if size < 1:
+            raise ValueError(f"image_size {image_size} is too small for this architecture")
+        dims = [c_prev * size * size, *hidden, d_out]
+        self.fcs = nn.ModuleList(nn.Linear(a, b) for a, b in zip(dims[:-1], dims[1:]))
+        self.fc_norms = nn.ModuleList(_norm_layer(norm, b, False) for b in dims[1:-1])
+        self.pool = nn.MaxPool2d(2)
+
+    @property
+    def weight_layers(self) -> list[nn.Module]:
+        return [*self.convs, *self.fcs]
+
+    def _run(self, x: torch.Tensor, zero_at: int | None = None, record: list | None = None,
+             inputs: list | None = None) -> torch.Tensor:
+        h, idx = x, 0
+        layers = [(conv, nrm, i in self.pool_after) for i, (conv, nrm) in enumerate(zip(self.convs, self.conv_norms))]
+        layers += [(fc, nrm, False) for fc, nrm in zip(self.fcs, [*self.fc_norms, None])]
+        for layer, nrm, pool in layers:
+            if isinstance(layer, nn.Linear) and h.dim() > 2:
+                h = h.flatten(1)
+            if inputs is not None:
+                inputs.append(h)
+            bias = layer.bias
+            z = layer(h) if bias is None else layer(h) - (bias.view(1, -1, 1, 1) if h.dim() == 4 else bias)
+            if record is not None:
+                record.append(z)
+            if zero_at == idx:
+                z = torch.zeros_like(z)
+            if bias is not None:
+                z = z + (bias.view(1, -1, 1, 1) if z.dim() == 4 else bias)
+            if nrm is None:
+                return z
+            h = torch.relu(nrm(z))
+            if pool:
+                h = self.pool(h)
+            idx += 1
+        raise AssertionError("unreachable")
+
+    def forward(self, x: torch.Tensor, zero_at: int | None = None) -> torch.Tensor:
+        return self._run(x, zero_at=zero_at)
+
+    def linear_parts(self, x: torch.Tensor) -> list[torch.Tensor]:
+        """``W_i phi_i(x)`` for every weight layer, in order (the last is the output minus its bias)."""
+        rec: list[torch.Tensor] = []
+        self._run(x, record=rec)
+        return rec
+
+    def layer_inputs(self, x: torch.Tensor) -> list[torch.Tensor]:
+        """``phi_i(x)``: the input of every weight layer (the first is ``x``)."""
+        inp: list[torch.Tensor] = []
+        self._run(x, inputs=inp)
+        return inp
+
+    def features(self, x: torch.Tensor) -> list[torch.Tensor]:
+        """The inputs of the fully connected layers after the first, then the output (the
+        second to last entry is the last hidden representation)."""
+        inp = self.layer_inputs(x)
+        return [*inp[len(self.convs) + 1:], self(x)]
+
+
+def MNISTNet(d_out: int = 10, norm: Norm = None) -> NormCNN:
+    """The official code's MNIST network: conv 3x3 (1->32) -> ReLU -> conv 3x3 (32->64) -> ReLU
+    -> max-pool 2 -> FC 9216->128 -> ReLU -> FC 128->d_out (no padding, no dropout)."""
+    return NormCNN(1, 28, d_out, channels=(32, 64), hidden=(128,), padding=0, pool_after=(1,), norm=norm)
+
+
+# --- ResNet-20 for CIFAR-10 (profile "full") -----------------------------------------------
+
+
+class _BasicBlock(nn.Module):
+    """Two 3x3 convolutions with BatchNorm and a parameter-free shortcut ("option A" of He et
+    al. 2016: identity, or stride-2 subsampling with zero-padded extra channels)."""
+
+    def __init__(self, c_in: int, c_out: int, stride: int) -> None:
+        super().__init__()
+        self.conv1 = nn.Conv2d(c_in, c_out, 3, stride=stride, padding=1, bias=False)
+        self.bn1 = nn.BatchNorm2d(c_out)
+        self.conv2 = nn.Conv2d(c_out, c_out, 3, stride=1, padding=1, bias=False)
+        self.bn2 = nn.BatchNorm2d(c_out)
+        self.stride, self.pad = stride, c_out - c_in
+
+    def shortcut(self, x: torch.Tensor) -> torch.Tensor:
+        if self.stride != 1:
+            x = x[:, :, :: self.stride, :: self.stride]
+        if self.pad:
+            x = F.pad(x, (0, 0, 0, 0, self.pad // 2, self.pad - self.pad // 2))
+        return x
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        h = torch.relu(self.bn1(self.conv1(x)))
+        return torch.relu(self.bn2(self.conv2(h)) + self.shortcut(x))
+
+
+class ResNet20(nn.Module):
+    """The CIFAR-10 ResNet-20 of He et al. (2016), Sec. 4.2, used by the official code of Kang
+    et al. for CIFAR-10: a 3x3 convolution (16 channels) with BatchNorm, three stages of three
+    basic blocks with 16, 32 and 64 channels (the 2nd and 3rd stages start with stride 2),
+    global average pooling and a linear layer; "option A" shortcuts (no parameters), Kaiming-normal
+    initialisation of convolutions and the linear layer. 0.27M parameters for 10 classes.
+
+    :meth:`stages` returns the representations the paper's Fig. 4 reads for CIFAR-10 (the first
+    convolution's output before BatchNorm, the outputs of the three stages, and the output minus
+    the linear layer's bias).
+    """
+
+    def __init__(self, d_out: int = 10, in_channels: int = 3, blocks: int = 3,
+                 channels: Sequence[int] = (16, 32, 64)) -> None:
+        super().__init__()
+        if blocks < 1 or len(channels) < 1:
+            raise ValueError("need at least one stage and one block per stage")
+        self.conv1 = nn.Conv2d(in_channels, channels[0], 3, padding=1, bias=False)
+        self.bn1 = nn.BatchNorm2d(channels[0])
+        layers, c_prev = [], channels[0]
+        for i, c in enumerate(channels):
+            stage = [_BasicBlock(c_prev if b == 0 else c, c, 2 if (b == 0 and i > 0) else 1)
+                     for b in range(blocks)]
+            layers.append(nn.Sequential(*stage))
+            c_prev = c
+        self.layers = nn.ModuleList(layers)
+        self.linear = nn.Linear(c_prev, d_out)
+        for m in self.modules():
+            if isinstance(m, nn.Conv2d | nn.Linear):
+                nn.init.kaiming_normal_(m.weight)
+
+    def _features(self, x: torch.Tensor) -> list[torch.Tensor]:
+        c1 = self.conv1(x)
+        h = torch.relu(self.bn1(c1))
+        out = [c1]
+        for stage in self.layers:
+            h = stage(h)
+            out.append(h)
+        out.append(F.adaptive_avg_pool2d(h, 1).flatten(1))
+        return out
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.linear(self._features(x)[-1])
+
+    def embed(self, x: torch.Tensor) -> torch.Tensor:
+        """The 64 average-pooled features read by the linear layer."""
+        return self._features(x)[-1]
+
+    def stages(self, x: torch.Tensor) -> list[torch.Tensor]:
+        """``[conv1(x), stage 1, stage 2, stage 3, W_out h]``: the layers of the paper's Fig. 4
+        (row 2), the last being the output without the linear layer's bias."""
+        feats = self._features(x)
+        return [*feats[:-1], feats[-1] @ self.linear.weight.T]
