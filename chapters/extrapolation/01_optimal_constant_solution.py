@@ -64,6 +64,7 @@ D = torch.float64
 #
 # :::{prf:definition} Optimal constant solution (Sec. 3.1 of {cite:t}`kang2024extrapolate`)
 # :label: ocs-def-ocs
+# :nonumber:
 # The optimal constant solution of the loss $\mathcal L$ on the training labels is the
 # input-independent prediction
 # $$f^*_{\rm constant}=\operatorname*{arg\,min}_{f\in\mathbb R^m}\ \frac1N\sum_{i=1}^N\mathcal L(f,y_i).$$
@@ -71,6 +72,7 @@ D = torch.float64
 #
 # :::{prf:definition} Reversion to the OCS (Sec. 3.1 of {cite:t}`kang2024extrapolate`)
 # :label: ocs-def-hypothesis
+# :nonumber:
 # *Hypothesis:* as the likelihood of samples from $P_{\rm OOD}$ under $P_{\rm train}$ decreases,
 # the predictions $f_{\hat\theta}(x)$, $x\sim P_{\rm OOD}$, tend to approach $f^*_{\rm constant}$.
 # :::
@@ -85,6 +87,7 @@ D = torch.float64
 #
 # :::{prf:proposition} The OCS in closed form (App. B.4 of {cite:t}`kang2024extrapolate`)
 # :label: ocs-prop-closed-forms
+# :nonumber:
 # Let $\hat p_k=\frac1N\#\{i:y_i=k\}$ be the label marginal, $\bar y=\frac1N\sum_iy_i$ and
 # $s^2=\frac1N\sum_i(y_i-\bar y)^2>0$.
 # 1. Cross-entropy: $f^*$ is an OCS iff $\mathrm{softmax}(f^*)=\hat p$ (when every class occurs;
@@ -234,6 +237,7 @@ ledger.above("biased-std", "App. B.4", "the biased std gives a lower average NLL
 #
 # :::{prf:definition} Distance to the OCS (Sec. 3.2 of {cite:t}`kang2024extrapolate`)
 # :label: ocs-def-distance
+# :nonumber:
 # For an evaluation set $\{x_i\}_{i=1}^n$, the distance of the predictions to the OCS is
 # $$\frac1n\sum_{i=1}^n D_{\rm KL}\big(P_\theta(y\mid x_i)\,\|\,P_{f^*_{\rm constant}}(y)\big)$$
 # for models trained with cross-entropy ($P_\theta=\mathrm{softmax}(f_\theta(x_i))$,
@@ -246,6 +250,7 @@ ledger.above("biased-std", "App. B.4", "the biased std gives a lower average NLL
 #
 # ```{prf:remark} Where the official code differs
 # :label: ocs-rem-code-distance
+# :nonumber:
 # The official code averages the squared error over the outputs instead of summing it (a factor
 # $1/m$: $1/11$ for the reward models), and computes $\mu^*,\sigma^*$ of the Gaussian OCS from
 # the labels of the validation split rather than the training labels. This book follows the
@@ -291,6 +296,7 @@ ledger.below("kl-self", "Sec. 3.2", "the OCS itself is at distance 0", "0", kl_s
 #
 # :::{prf:definition} OOD score (Sec. 3.2 and App. B.3 of {cite:t}`kang2024extrapolate`)
 # :label: ocs-def-ood-score
+# :nonumber:
 # Featurise the inputs with a fixed network (the paper: an ImageNet-pretrained ResNet-18). Train
 # a low-capacity linear classifier to discriminate features of (held-out) training data from
 # features of the evaluation set, on a balanced sample (50% each). The OOD score of the
@@ -307,6 +313,7 @@ ledger.below("kl-self", "Sec. 3.2", "the OCS itself is at distance 0", "0", kl_s
 #
 # ```{prf:remark} Where the official code differs
 # :label: ocs-rem-code-ood
+# :nonumber:
 # The official code fits scikit-learn's `SGDClassifier(loss="log", alpha=10, max_iter=20)` (20
 # epochs of SGD on the same regularised problem), uses 30 random splits, and aggregates with
 # the *geometric* mean of the probabilities ($\exp$ of the mean log-probability), not the

@@ -102,6 +102,7 @@ print("held-out accuracy, worst member per depth:", {L: round(float(a.min()), 3)
 #
 # ```{prf:lemma} Lemma D.1 of Kang et al., from Lyu & Li (2020) and Ji & Telgarsky (2020)
 # :label: ocs-th-lem-d1
+# :nonumber:
 # Minimise the exponential or logistic loss over a binary data set by gradient flow over
 # homogeneous ReLU networks. If the loss tends to zero, then $W(t)$ converges in direction to
 # a KKT point of
@@ -188,6 +189,7 @@ plt.close(fig)
 #
 # ```{prf:proposition} Proposition 4.1 of Kang et al. (Proposition D.1 in App. D)
 # :label: ocs-th-prop-41
+# :nonumber:
 # Suppose $y_if(\hat W;x_i)\ge\gamma$ for all $i\in[N]$, and that there are constants
 # $C_0,C_1$ with $\|\hat W_j\|_{\rm op}\le C_0^{1/L}$ for every layer and
 # $C_1\ge C_0^{3L/2}$. Then, with probability at least $1-\delta$ over the training set, the
@@ -204,6 +206,7 @@ plt.close(fig)
 #
 # ```{prf:remark} The appendix states different constants
 # :label: ocs-th-rem-41
+# :nonumber:
 # Proposition D.1 in App. D has $C_1^2\log m$ in the numerator, the condition
 # $\|\hat W_j\|_2\le C_0^{\,j+1-L}$ and $C_1\ge C_0^{L}$. The proof uses the main-text
 # conditions: it bounds $\prod_i\|\hat W_i\|$ by $\prod_iC_0^{1/L}=C_0$ and invokes
@@ -271,6 +274,7 @@ ledger.below("p41-ood-smaller", "Sec. 4 (mechanism)", "OOD features at the last 
 #
 # ```{prf:lemma} Lemma D.4 of Kang et al., adapted from Timor et al. (2023)
 # :label: ocs-th-lem-d4
+# :nonumber:
 # Let $\|x_i\|\le1$. Suppose some homogeneous ReLU network of depth $L'\ge2$ and width
 # $m'\ge2$ has $y_if(W';x_i)\ge1$ for all $i$ and $\|W'_i\|_F\le C$. Let $W^\star$ be a
 # **global** optimum of the min-norm problem of Lemma D.1 over depth $L>L'$ and width
@@ -290,6 +294,7 @@ ledger.below("p41-ood-smaller", "Sec. 4 (mechanism)", "OOD features at the last 
 #
 # ```{prf:remark} The proof gives $1/\sqrt2$ in the limit, not 1
 # :label: ocs-th-rem-d4
+# :nonumber:
 # The last step of the proof rewrites eq. 7 as $C_1^{1/L}\sqrt{L/(L+1)}$. This is not an
 # identity: the factor $1/\sqrt2$ is not raised to the power $1/L$. As $L\to\infty$, eq. 7
 # tends to $1/\sqrt2$, while the printed bound tends to 1. {cite:t}`timor2023implicit` read
@@ -408,6 +413,7 @@ plt.close(fig)
 #
 # ```{prf:theorem} Theorem 4.1 of Kang et al. (Theorem D.3 in App. D)
 # :label: ocs-th-thm-41
+# :nonumber:
 # Suppose a network with $L'$ layers and $m'$ neurons satisfies the conditions of
 # Proposition 4.1 with $\gamma=1$, and gradient flow runs over deeper and wider homogeneous
 # networks ($L>L'$, $m>m'$), converging in direction to $f(\hat W;\cdot)$. Then there are
@@ -423,6 +429,7 @@ plt.close(fig)
 #
 # ```{prf:remark} The bound does not vanish with depth, and rank one is the wrong rank
 # :label: ocs-th-rem-41b
+# :nonumber:
 # The proof sets $C_2^{-1}=C'=\frac1{\sqrt2}(\sqrt2/C)^{L'}$. Then
 # $C_2^{-1/L}\sqrt{(L+1)/L}\to1$ as $L\to\infty$, so the bound tends to $C_0(\epsilon+1)$,
 # which does not vanish with depth. The intermediate residual
@@ -485,6 +492,7 @@ ledger.below("t41-ood-output", "Thm. 4.1 / Sec. 4", f"OOD outputs are smaller th
 #
 # ```{prf:proposition} Proposition 4.2 of Kang et al. (Proposition D.2 in App. D)
 # :label: ocs-th-prop-42
+# :nonumber:
 # Let $\tilde{\mathcal F}=\{f(W;\cdot)+b:\ b\in\mathbb R\}$, homogeneous networks plus a
 # scalar output bias. If gradient flow on $\frac1N\sum_i\exp(-y_i(f(W;x_i)+b))$ converges in
 # direction to $(\hat W,\hat b)$, then $\hat b\propto\sum_{k\in\mathcal M}y_k$ over the
@@ -495,6 +503,7 @@ ledger.below("t41-ood-output", "Thm. 4.1 / Sec. 4", f"OOD outputs are smaller th
 #
 # ```{prf:remark} The bias has degree 1, the network degree $L$
 # :label: ocs-th-rem-42
+# :nonumber:
 # The proof transfers Lyu & Li's lemmas to $\tilde{\mathcal F}$. But $\tilde{\mathcal F}$ is
 # not homogeneous: scaling all parameters by $\alpha$ maps $f+b$ to $\alpha^Lf+\alpha b$.
 # Along the flow $\frac{db}{dt}=\sum_iy_ie^{-q_i}$ while

@@ -91,12 +91,14 @@ print(f"digits {P['classes'][0]} vs {P['classes'][1]}: {len(X)} training images,
 #
 # :::{prf:assumption} Stable sign regime (Assumption 1 of {cite:t}`le2022training`)
 # :label: inv-cq-asm-stable-sign
+# :nonumber:
 # For some $t_0<t_N\le\infty$, $\operatorname{sgn}w(t)=\operatorname{sgn}w(t_0)$ for all
 # $t\in[t_0,t_N)$; the paper then writes $t_0=0$.
 # :::
 #
 # ```{prf:assumption} Differentiable loss (Assumption 3)
 # :label: inv-cq-asm-loss
+# :nonumber:
 # $\ell:\mathbb R\to\mathbb R$ is differentiable everywhere (logistic, exponential, square loss).
 # ```
 
@@ -105,6 +107,7 @@ print(f"digits {P['classes'][0]} vs {P['classes'][1]}: {len(X)} training images,
 #
 # :::{prf:lemma} Vertex-wise invariance (Lemma 3 of {cite:t}`le2022training`)
 # :label: inv-cq-lem3
+# :nonumber:
 # Under Assumptions 1 and 3, for every
 # hidden vertex $v\in V\setminus(I\cup\{o\})$ whose incident edges all carry learnable weights,
 # for almost every $t\ge0$,
@@ -156,6 +159,7 @@ print(f"digits {P['classes'][0]} vs {P['classes'][1]}: {len(X)} training images,
 #
 # :::{prf:definition} Residual blocks (Definition 5 of {cite:t}`le2022training`)
 # :label: inv-cq-def-resnet
+# :nonumber:
 # With $x\in\mathbb R^a$, $Y\in\mathbb R^{b\times a}$, $U\in\mathbb R^{c\times b}$:
 # 1. ResNetIdentity: $r(x;U,Y)=\sigma\big(U\sigma(Yx)+x\big)$ ($c=a$);
 # 2. ResNetDiagonal: $r(x;U,Y,D)=\sigma\big(U\sigma(Yx)+Dx\big)$ with $D$ diagonal and learnable ($c=a$);
@@ -171,6 +175,7 @@ print(f"digits {P['classes'][0]} vs {P['classes'][1]}: {len(X)} training images,
 #
 # :::{prf:lemma} Weight sharing (Lemma 8 of {cite:t}`le2022training`, per-channel form)
 # :label: inv-cq-lem8
+# :nonumber:
 # Let $T_1$ be a bias-free convolutional layer whose output channel $k$ has kernel $T_1[k]$, and
 # let $\mathrm{out}_k$ be the parameters of the next layer that read channel $k$. Then
 # $\|T_1[k]\|^2-\|\mathrm{out}_k\|^2$ is constant along gradient flow. The paper states the
@@ -181,6 +186,7 @@ print(f"digits {P['classes'][0]} vs {P['classes'][1]}: {len(X)} training images,
 #
 # :::{prf:theorem} Matrix-wise invariances (Theorem 1 of {cite:t}`le2022training`)
 # :label: inv-cq-thm1
+# :nonumber:
 # Under Assumptions 1 and 3, for
 # almost every $t\ge0$
 #
@@ -201,12 +207,14 @@ print(f"digits {P['classes'][0]} vs {P['classes'][1]}: {len(X)} training images,
 #
 # ```{prf:definition} Layer (Definition 6)
 # :label: inv-cq-def-layer
+# :nonumber:
 # $F\subset E$ is a *layer* if no path contains two edges of $F$ and removing $F$ disconnects
 # the graph.
 # ```
 #
 # :::{prf:lemma} Edge-wise invariance (Lemma 4 of {cite:t}`le2022training`)
 # :label: inv-cq-lem4
+# :nonumber:
 # Under Assumptions 1 and 3, for layers
 # $F,F'$ of learnable weights, for almost every $t\ge0$,
 # $\sum_{e\in F}w_e^2(t)-\sum_{f\in F'}w_f^2(t)=\sum_{e\in F}w_e^2(0)-\sum_{f\in F'}w_f^2(0)$. (7)
@@ -222,6 +230,7 @@ print(f"digits {P['classes'][0]} vs {P['classes'][1]}: {len(X)} training images,
 #
 # ```{prf:proposition} Gradient descent: the exact per-step drift (Appendix F)
 # :label: inv-cq-appf
+# :nonumber:
 # Let $w'=w-\eta g$ be one GD step, and let $v$ be a unit for which Euler's identity
 # $\langle\mathrm{in}_v,g_{\mathrm{in}_v}\rangle=\langle\mathrm{out}_v,g_{\mathrm{out}_v}\rangle$
 # holds. Then
@@ -552,6 +561,7 @@ plt.close(fig)
 #
 # ```{prf:proposition} Drift of the off-diagonal entries
 # :label: inv-cq-prop-pair
+# :nonumber:
 # Let $u\neq v$ be two hidden units with the same in- and out-neighbours, $M_{uv}=
 # \sum_b w_{ub}w_{vb}-\sum_a w_{au}w_{av}$ the $(u,v)$ entry of
 # $M=W_2^\top W_2-W_1W_1^\top$ (Eq. 6; it is minus the left side of Eq. 5), and for sample $i$ let

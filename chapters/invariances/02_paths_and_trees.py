@@ -73,11 +73,13 @@ gen = torch.Generator().manual_seed(seed)
 #
 # :::{prf:definition} Feedforward networks (Definition 1 of {cite:t}`le2022training`)
 # :label: inv-def-feedforward
+# :nonumber:
 # A neural network $\nu$ with graph $G$ is *feedforward* if $G$ is a directed acyclic graph.
 # :::
 #
 # ```{prf:definition} Fully-connected networks (Definition 2)
 # :label: inv-def-fully-connected
+# :nonumber:
 # A feedforward network with graph $G$ is *fully connected* if $V$ is a disjoint union
 # $V_1\sqcup V_2\sqcup\dots\sqcup V_{L+1}$ with $V_1=I$ and $V_{L+1}=O=\{o\}$ such that for
 # all $u,v\in V$: $uv\in E$ if and only if $u\in V_i$ and $v\in V_{i+1}$ for some $i\in[L]$.
@@ -86,11 +88,13 @@ gen = torch.Generator().manual_seed(seed)
 #
 # ```{prf:definition} Tree networks (Definition 3)
 # :label: inv-def-tree
+# :nonumber:
 # A feedforward network is a *tree network* if the undirected graph underlying $G$ is a tree.
 # ```
 #
 # ```{prf:definition} Path enumeration function (Definition 4)
 # :label: inv-def-path-enumeration
+# :nonumber:
 # Let $\mathcal P=\{p_1,\dots,p_\rho\}$ be the paths of $G$ from any input vertex to $o$, and
 # for $p\in\mathcal P$ let $x_p:=x_k$ where $i_k$ is the input vertex of $p$. The *path
 # enumeration function* is
@@ -133,6 +137,7 @@ ledger.holds("def4-count-formula", "Def. 4", "path counts (DFS and DP) equal d*p
 #
 # :::{prf:lemma} Decomposition (Lemma 2 of {cite:t}`le2022training`)
 # :label: inv-lem-decomposition
+# :nonumber:
 # Let $\nu:\mathbb R^d\to\mathbb R$ be a feedforward network with graph $G$ and $\rho$
 # input-output paths. There is a tree network $\mu:\mathbb R^\rho\to\mathbb R$ such that
 # $\nu=\mu\circ h$, where $h$ is the path enumeration function of $G$. All weights of $\mu$
@@ -141,6 +146,7 @@ ledger.holds("def4-count-formula", "Def. 4", "path counts (DFS and DP) equal d*p
 #
 # ```{prf:lemma} Absolute-valued decomposition (Lemma 5)
 # :label: inv-lem-abs-decomposition
+# :nonumber:
 # There is a tree network $\mu':\mathbb R^\rho\to\mathbb R$ with weights in $\{-1,+1\}$,
 # depending only on the signs of the weights of $\nu$, such that $\nu=\mu'\circ h'$ with
 # $h'(x)=\big(x_p\prod_{e\in p}|w_e|\big)_{p\in\mathcal P}$.
@@ -153,12 +159,14 @@ ledger.holds("def4-count-formula", "Def. 4", "path counts (DFS and DP) equal d*p
 #
 # ```{prf:definition} Hasse diagram of inclusion (Definition 8)
 # :label: inv-def-hasse
+# :nonumber:
 # For a finite set $S$ and $\mathcal S\subset\wp(S)$, $\mathrm{HASSE}(\mathcal S)=(\mathcal S,E)$
 # is the directed graph with $pq\in E$ if and only if $p\subseteq q$ and $|q|-|p|=1$.
 # ```
 #
 # ```{prf:definition} Unrolling of a feedforward network (Definition 9)
 # :label: inv-def-unrolling
+# :nonumber:
 # The unrolled tree network $\tau_G$ of $G$ has computation graph $T_G$ with
 # $(T_G[V],T_G[E])=\mathrm{HASSE}(\mathcal H_G)$ (its vertices are the paths of
 # $\mathcal H_G$), weights $T_G[w](pq)=G[w](e_p)$ and activations
@@ -173,11 +181,13 @@ ledger.holds("def4-count-formula", "Def. 4", "path counts (DFS and DP) equal d*p
 #
 # ```{prf:lemma} The unrolled network computes the same function (Lemma 6)
 # :label: inv-lem-unrolled
+# :nonumber:
 # For every feedforward network $\nu$ with graph $G$, $\nu=\tau_G$.
 # ```
 #
 # ```{prf:lemma} Pull-back of numerical weights (Lemma 7)
 # :label: inv-lem-pullback
+# :nonumber:
 # Let $v$ be an inner vertex of $G$ with in-edges $e_1,\dots,e_k$ and a single out-edge $f$.
 # Replacing $w_{e_j}\mapsto w_{e_j}|w_f|$ for all $j$ and $w_f\mapsto\operatorname{sgn}(w_f)$
 # gives a network that computes the same function. For an input vertex $i_j$ with single
@@ -252,6 +262,7 @@ plt.close(fig)
 #
 # ```{prf:remark} Round-off bound
 # :label: inv-rem-roundoff
+# :nonumber:
 # The activations are 1-Lipschitz and ReLU is exact in floating point (a leaky slope costs one
 # rounding), so the error at a vertex is at most the weighted sum of the errors of its inputs
 # plus one dot-product rounding $\gamma_{\Delta+1}\sum_u|w_{uv}||\mathrm{post}_u|$ with

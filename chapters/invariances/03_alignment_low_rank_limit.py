@@ -71,6 +71,7 @@ ledger = Ledger("invariances/03_alignment_low_rank_limit")
 #
 # ```{prf:theorem} Alignment of deep linear networks (Ji & Telgarsky 2019)
 # :label: inv-align-thm-jt19
+# :nonumber:
 # From {cite:t}`ji2019gradient`.
 # Let $\nu(x)=W_L\cdots W_1x$ be a deep linear network, let the data be linearly separable,
 # let $\ell$ be the logistic or exponential loss, and let $\mathcal R(w(0))<\ell(0)$. Along
@@ -85,6 +86,7 @@ ledger = Ledger("invariances/03_alignment_low_rank_limit")
 #
 # ```{prf:definition} Assumption 1: stable sign regime
 # :label: inv-align-asm-stable-sign
+# :nonumber:
 # ({cite:t}`le2022training`)
 # For some $t_0<t_N\le\infty$, $\operatorname{sgn}(w(t))=\operatorname{sgn}(w(t_0))$ for all
 # $t\in[t_0,t_N)$.
@@ -92,6 +94,7 @@ ledger = Ledger("invariances/03_alignment_low_rank_limit")
 #
 # ```{prf:definition} Assumption 2: directional convergence to a non-vanishing limit
 # :label: inv-align-asm-directional
+# :nonumber:
 # ({cite:t}`le2022training`)
 # $w(t)/\|w(t)\|_2\to\bar w$ as $t\to\infty$, and $\bar w_e\ne0$ for every edge $e$.
 # ```
@@ -107,6 +110,7 @@ ledger = Ledger("invariances/03_alignment_low_rank_limit")
 #
 # ```{prf:corollary} Corollary 1 of Le & Jegelka
 # :label: inv-align-cor1
+# :nonumber:
 # ({cite:t}`le2022training`)
 # For fully-connected networks with ReLU activations, trained on linearly separable data with
 # the logistic loss, if $\mathcal R(w(0))<\ell(0)$ and the limiting direction of $w$ has no
@@ -211,6 +215,7 @@ glue("align-relu-min", f"{relu_min:.3f}", display=False)
 #
 # ```{prf:proposition} The KKT point of the width-2 network
 # :label: inv-align-prop-kkt
+# :nonumber:
 # Let $u_+$ ($u_-$) solve the one-class hard-margin problem of the positive (negative)
 # points, $\min\|u\|$ s.t. $u\cdot x_i\ge1$ on that class. Put
 # $$w_1^\star=\frac{u_+}{\|u_+\|^{1/2}},\ a_1^\star=\|u_+\|^{1/2},\qquad

@@ -69,6 +69,7 @@ sq_frob = lambda M: M.pow(2).sum((-2, -1))
 #
 # :::{prf:definition} Convolutional tensors (Definition 10 of {cite:t}`le2022training`)
 # :label: inv-def-conv-tensor
+# :nonumber:
 # The free parameters of a bias-free convolutional layer form a tensor
 # $T\in\mathbb R^{a\times b\times c}$, where $a$ is the number of input channels, $b$ the
 # number of entries of each filter (its spatial size, e.g. $b=3\cdot3$) and $c$ the number of
@@ -77,6 +78,7 @@ sq_frob = lambda M: M.pow(2).sum((-2, -1))
 #
 # ```{prf:definition} Matrix representation of a layer (Definition 7)
 # :label: inv-def-matrix-representation
+# :nonumber:
 # The matrix representation of a ResNetFree block $r(x;U,Y,Z)=\sigma(U\sigma(Yx)+Zx)$ with
 # $Y\in\mathbb R^{b\times a}$, $U\in\mathbb R^{c\times b}$, $Z\in\mathbb R^{c\times a}$ is
 # $[U\ Z]\in\mathbb R^{c\times(b+a)}$; that of a convolutional tensor is a flattening; that of a
@@ -85,6 +87,7 @@ sq_frob = lambda M: M.pow(2).sum((-2, -1))
 #
 # ```{prf:theorem} Reduced alignment for non-homogeneous networks (Theorem 2)
 # :label: inv-thm-reduced-alignment
+# :nonumber:
 # Assume the stable-sign regime (Assumption 1) and a differentiable loss (Assumption 3). Let
 # $\nu$ consist of an arbitrary feedforward network $\eta$, followed by $K\ge0$ convolutional
 # layers $T^{a_k,b_k,c_k}$, $k\in[K]$, followed by $M\ge0$ layers that are ResNetFree blocks or
@@ -119,6 +122,7 @@ sq_frob = lambda M: M.pow(2).sum((-2, -1))
 #
 # :::{prf:lemma} Lemma 9 of {cite:t}`le2022training`
 # :label: inv-lem-flattenings
+# :nonumber:
 # Let $T\in\mathbb R^{a\times b\times c}$ and let $T_1\in\mathbb R^{c\times(ab)}$ and
 # $T_2\in\mathbb R^{(bc)\times a}$ be its flattenings that keep the last, respectively the
 # first, index as a matrix index. Then
@@ -210,6 +214,7 @@ ledger.close("lemma9-extremal", "Lemma 9", "the tensor sum_k e_k x e_k x w attai
 #
 # :::{prf:lemma} Lemma 10 of {cite:t}`le2022training`, as printed
 # :label: inv-lem-resnet-switch
+# :nonumber:
 # For a ResNetFree block with $Y\in\mathbb R^{b\times a}$, $U\in\mathbb R^{c\times b}$ and
 # $Z\in\mathbb R^{c\times a}$, let $A=[U\ Z]$ and $B=\begin{bmatrix}Y\\Z\end{bmatrix}$. Then
 # $\|B\|_2^2\ge\frac18\|A\|_2^2-D'$, where $D'\ge0$ is fixed at initialisation.
@@ -224,6 +229,7 @@ ledger.close("lemma9-extremal", "Lemma 9", "the tensor sum_k e_k x e_k x w attai
 #
 # ```{prf:proposition} Corrected Lemma 10
 # :label: inv-prop-resnet-switch
+# :nonumber:
 # For all matrices $U,Y,Z$ of these shapes, with $C_0=U^\top U-YY^\top$,
 # $$\|B\|_2^2\ge\tfrac12\|A\|_2^2-\tfrac12\|C_0\|_2,$$
 # and the constant $\frac12$ cannot be improved, even when $C_0=0$.

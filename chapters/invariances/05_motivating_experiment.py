@@ -74,6 +74,7 @@ ledger = Ledger("invariances/05_motivating_experiment")
 #
 # ```{prf:remark} What the theory says about this experiment
 # :label: inv-motiv-remark
+# :nonumber:
 # {cite:t}`ji2019gradient` prove ratio $\to1$ for deep *linear* networks (see the chapter
 # "Alignment and the low-rank limit"). For the dense tail of a ReLU network Le & Jegelka's Eq. (15)
 # and Corollary 1 also predict ratio $\to1$, which the previous page shows to be false in
