@@ -285,3 +285,23 @@ def test_vertex_incidence():
     assert torch.equal(M.sum(1), torch.full((36,), 4.0, dtype=D))
     assert torch.equal(M[:, 3:7].sum(0), torch.full((4,), 9.0, dtype=D))
     assert float(M[:, net.output].sum()) == 36
+
+
+def test_draw_label_positions():
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    net = P.DAGNetwork(n_vertices=3, edges=torch.tensor([[0, 1], [1, 2]]),
+                       weights=torch.tensor([0.5, -2.0], dtype=torch.float64), inputs=(0,),
+                       output=2, activations=("linear", "relu", "linear"))
+    pos = torch.tensor([[0.0, 0.0], [1.0, 0.0], [2.0, 0.0]]).numpy()
+    fig, ax = plt.subplots()
+    P.draw(net, ax, pos=pos, label_pos=[0.25, 0.75])
+    xs = sorted(t.get_position()[0] for t in ax.texts if t.get_text() in ("+0.50", "-2.00"))
+    assert xs == pytest.approx([0.25, 1.75])
+    with pytest.raises(ValueError, match="label_pos"):
+        P.draw(net, ax, label_pos=[0.5])
+    with pytest.raises(ValueError, match="label_pos"):
+        P.draw(net, ax, label_pos=1.5)
+    plt.close(fig)

@@ -27,6 +27,20 @@
 # Theorem 1). The pairwise part fails for ReLU networks, even in a window where no weight
 # changes sign: it holds only when the two neurons share their activation pattern on every sample
 # (for instance in linear networks).
+#
+# ```{admonition} What to take away
+# - **True, exactly, and without the stable-sign assumption:** the per-neuron quantity
+#   $\|\mathrm{in}_v\|^2-\|\mathrm{out}_v\|^2$ (Eq. 4), its per-channel version for
+#   convolutions (Lemma 8), and the layer-wise Frobenius invariance (Lemma 4). Under gradient
+#   descent they drift by the exact $\eta^2$ terms of Appendix F and by nothing else.
+# - **False for ReLU networks:** the pairwise identity (Eq. 5), hence the off-diagonal part of the
+#   matrix invariance $W_2^\top W_2-W_1W_1^\top=\text{const}$ (Theorem 1), even when no weight
+#   changes sign. It holds for linear networks and for pairs of units with identical activation
+#   patterns.
+# - The rank-one conclusions that use the full matrix invariance are tested in
+#   {doc}`03_alignment_low_rank_limit` and {doc}`04_reduced_alignment`; the path and tree
+#   construction behind the paper's proofs is in {doc}`02_paths_and_trees`.
+# ```
 
 # %% tags=["parameters"]
 profile = "ci"   # "ci": CPU, about a minute; "full": wider and deeper nets, longer runs (GPU)
@@ -53,6 +67,7 @@ PROFILES = {
 }
 
 # %%
+import matplotlib
 import matplotlib.pyplot as plt
 import numpy as np
 import torch
@@ -145,7 +160,9 @@ print(f"digits {P['classes'][0]} vs {P['classes'][1]}: {len(X)} training images,
 # conserved quantity of that symmetry.
 # ```
 #
-# The same argument applies wherever the per-unit rescaling symmetry exists:
+# The paper proves Eq. (4) by counting the paths of the decomposition $\nu=\mu\circ h$ of
+# Lemma 2 ({doc}`02_paths_and_trees`); the argument above needs neither the decomposition nor
+# stable signs. The same argument applies wherever the per-unit rescaling symmetry exists:
 #
 # - **Convolutions** (Lemma 8 below): a unit is an output *channel* $c$; its in-weights are the
 #   kernel $K_l[c]$ (shared by all positions), its out-weights are all next-layer weights that
@@ -402,12 +419,12 @@ for ax in axes:
     ax.set_yscale("log")
     ax.set_xlabel(r"gradient-flow time $\eta t$")
     ax.axhline(TOL, color="grey", lw=0.8)
-axes[0].set_ylabel("relative drift")
-axes[0].set_title(r"Eq. (4), raw GD: $\max_v|Q_v(t)-Q_v(0)|$")
-axes[1].set_title("Eq. (4) minus App. F terms")
-axes[2].set_title("Lemma 4 cuts (dotted: raw)")
+axes[0].set_ylabel(r"relative drift $\max_v|Q_v(t)-Q_v(0)|$")
+axes[0].set_title("Eq. (4), raw GD", fontsize=9)
+axes[1].set_title("Eq. (4) minus App. F terms", fontsize=9)
+axes[2].set_title("Lemma 4 cuts (dotted: raw)", fontsize=9)
 axes[0].legend(loc="lower right")
-axes[1].legend(loc="center right")
+axes[1].legend(loc="center right", bbox_to_anchor=(1.0, 0.66))
 glue("cq-fig-drift", fig, display=False)
 plt.close(fig)
 
@@ -534,7 +551,9 @@ ax.loglog(e_np, sw_id["ctrl_step"], "s--", color=plotting.color(1),
 ax.set_title("ResNetIdentity")
 for ax in axes:
     ax.set_xlabel(r"step size $\eta$")
-    ax.legend(loc="lower right", fontsize=7)
+    ax.xaxis.set_minor_formatter(matplotlib.ticker.NullFormatter())  # no overlapping labels
+axes[0].legend(loc="center right", bbox_to_anchor=(1.0, 0.33), fontsize=7)
+axes[1].legend(loc="upper left", bbox_to_anchor=(0.0, 0.92), fontsize=7)
 axes[0].set_ylabel(r"relative drift of $Q_v$")
 glue("cq-fig-eta", fig, display=False)
 plt.close(fig)
@@ -769,7 +788,21 @@ plt.close(fig)
 # Lemma 4, and the diagonal of Eq. (6); the full matrix identity, and with it the equality of the
 # singular values of adjacent layers that the paper's rank-one conclusions use, holds only while
 # the units of a layer share their activation patterns, e.g. in linear networks. See the
-# errata page.
+# erratum "the pairwise invariance (Lemma 3, Eq. 5) fails for ReLU networks" on
+# {doc}`/book/errata`.
+#
+# ## Conclusion
+#
+# Everything in the paper that follows from the *per-unit* rescaling symmetry holds, exactly,
+# for every bias-free positively homogeneous network we tried (MLP, CNN with max-pool,
+# residual blocks with learnable skips), with or without sign changes: Eq. (4), Lemma 8 per
+# channel and Lemma 4, plus the $\eta^2$ correction of Appendix F for gradient descent (whose
+# Eqs. 80 and 85 should read $\mathrm{OUT}_v$ for $\mathrm{IN}_v$). Units touching a fixed
+# identity skip are outside the lemma and do drift. What does not hold for ReLU networks is the
+# *pairwise* identity, Eq. (5), and therefore the off-diagonal of Theorem 1: the gradient flow
+# itself moves it whenever two units differ in their activation pattern on some sample. The
+# next pages follow the consequences: {doc}`03_alignment_low_rank_limit` for the rank-one
+# limit of Corollary 1, {doc}`04_reduced_alignment` for Theorem 2.
 #
 # ## Claims
 

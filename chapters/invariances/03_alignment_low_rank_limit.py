@@ -26,6 +26,19 @@
 # numerically to check it, and compare the measured ratio with the prediction. The verdict:
 # the hypotheses hold, and the ratio converges to the KKT value, which is well below 1.
 # **Corollary 1 is false as stated.**
+#
+# ```{admonition} What this page shows
+# - The rank measure here is the spectral-to-Frobenius ratio
+#   $\rho(W)=\|W\|_2/\|W\|_F$ ({prf:ref}`def-spectral-frobenius-ratio`; $\rho^{-2}$ is the
+#   stable rank, {prf:ref}`def-stable-rank`), and the alignment of adjacent layers is
+#   $a(W_k,W_{k+1})$ ({prf:ref}`def-alignment`). "Rank one in the limit" means $\rho\to1$.
+# - Deep *linear* networks reach $\rho\to1$, as {cite:t}`ji2019gradient` prove.
+# - A width-2 ReLU network for which every hypothesis of Corollary 1 is measured to hold
+#   converges to a max-margin KKT point whose first layer has rank 2, and its ratio settles at
+#   the value that point predicts, not at 1.
+# - The reason is the one found in {doc}`01_conserved_quantities`: the off-diagonal part of
+#   the matrix invariance, which the proof of Corollary 1 uses, does not hold for ReLU networks.
+# ```
 
 # %% tags=["parameters"]
 profile = "ci"   # "ci": CPU, under a minute; "full": more random networks, a finer step check
@@ -64,7 +77,8 @@ ledger = Ledger("invariances/03_alignment_low_rank_limit")
 # ## The statements
 #
 # Notation: a bias-free network $\nu(x;w)$ with scalar output, weights $W_1,\dots,W_L$
-# ($W_k$ of shape $(n_{k+1},n_k)$, $W_L$ a row vector), data $(x_i,y_i)_{i\le n}$ with
+# ($W_k\in\mathbb R^{d_k\times d_{k-1}}$, shape (out, in) as on the notation page; $W_L$ a row
+# vector), $w$ all weights as one vector, data $(x_i,y_i)_{i\le n}$ with
 # $\|x_i\|\le1$, $y_i\in\{\pm1\}$, the logistic loss $\ell(m)=\log(1+e^{-m})$ and the risk
 # $\mathcal R(w)=\frac1n\sum_i\ell(y_i\nu(x_i;w))$, minimised by gradient flow
 # $\dot w\in-\partial\mathcal R(w)$.
@@ -84,20 +98,18 @@ ledger = Ledger("invariances/03_alignment_low_rank_limit")
 # $W_L\cdots W_1$ also converges in direction to the hard-margin predictor.)
 # ```
 #
-# ```{prf:definition} Assumption 1: stable sign regime
+# :::{prf:assumption} Stable sign regime (Assumption 1 of {cite:t}`le2022training`)
 # :label: inv-align-asm-stable-sign
 # :nonumber:
-# ({cite:t}`le2022training`)
 # For some $t_0<t_N\le\infty$, $\operatorname{sgn}(w(t))=\operatorname{sgn}(w(t_0))$ for all
 # $t\in[t_0,t_N)$.
-# ```
+# :::
 #
-# ```{prf:definition} Assumption 2: directional convergence to a non-vanishing limit
+# :::{prf:assumption} Directional convergence to a non-vanishing limit (Assumption 2 of {cite:t}`le2022training`)
 # :label: inv-align-asm-directional
 # :nonumber:
-# ({cite:t}`le2022training`)
 # $w(t)/\|w(t)\|_2\to\bar w$ as $t\to\infty$, and $\bar w_e\ne0$ for every edge $e$.
-# ```
+# :::
 #
 # Claim 1 of the paper: Assumption 2 implies Assumption 1 (eventually $w/\|w\|$ stays in a
 # ball around $\bar w$ inside the open orthant of $\bar w$). For homogeneous networks the
@@ -108,22 +120,22 @@ ledger = Ledger("invariances/03_alignment_low_rank_limit")
 # \tag{MM}$$
 # The non-vanishing part of Assumption 2 is the real hypothesis.
 #
-# ```{prf:corollary} Corollary 1 of Le & Jegelka
+# :::{prf:corollary} Rank-one limit of ReLU networks (Corollary 1 of {cite:t}`le2022training`)
 # :label: inv-align-cor1
 # :nonumber:
-# ({cite:t}`le2022training`)
 # For fully-connected networks with ReLU activations, trained on linearly separable data with
 # the logistic loss, if $\mathcal R(w(0))<\ell(0)$ and the limiting direction of $w$ has no
 # zero entry, then Eq. (15) holds: for every layer,
 # $\big\|W_j/\|W_j\|_F-u_jv_j^\top\big\|_F\to0$ (so $\|W_j\|_2/\|W_j\|_F\to1$) and
 # $|\langle v_{j+1},u_j\rangle|\to1$.
-# ```
+# :::
 #
 # The paper's proof (its Appendix E): $\|w\|\to\infty$, every $\|W_j\|_F$ diverges by the
 # layer-wise Frobenius invariance (Lemma 4), and "the sum of all but the largest singular value
 # is bounded" by the matrix invariance of Theorem 1, so the top singular value dominates. The
-# last step uses the *off-diagonal* part of Theorem 1, which the chapter on conserved
-# quantities shows to hold for linear activations only. This page tests the conclusion
+# last step uses the *off-diagonal* part of Theorem 1, which {doc}`01_conserved_quantities`
+# shows to hold for linear activations only (in a ReLU network, only for pairs of units with
+# the same activation pattern). This page tests the conclusion
 # directly.
 
 # %% [markdown]
@@ -230,8 +242,8 @@ glue("align-relu-min", f"{relu_min:.3f}", display=False)
 # Near $w^\star$ neuron 1 is active exactly on the positives and neuron 2 exactly on the
 # negatives, so the constraints split: $a_1w_1\cdot x_i\ge1$ on the positives and
 # $-a_2w_2\cdot x_j\ge1$ on the negatives. For a fixed product $u=a_1w_1$ the cost
-# $a_1^2+\|w_1\|^2$ is smallest, $2\|u\|$, when $|a_1|=\|w_1\|=\|u\|^{1/2}$ (AM-GM). So (MM)
-# reduces locally to $\min 2\|u_+\|+2\|u_-\|$ under the two classes' constraints, which
+# $a_1^2+\|w_1\|^2$ is smallest, $2\|u\|$, when $|a_1|=\|w_1\|=\|u\|^{1/2}$ (AM-GM). So (MM),
+# written with $\|w\|^2$, reduces locally to $\min 2\|u_+\|+2\|u_-\|$ under the two classes' constraints, which
 # separates into the two one-class problems; their KKT multipliers, rescaled, are multipliers
 # of (MM). Two unit vectors at an angle $\alpha$ give a rank-2 $W^\star$ unless
 # $\alpha\in\{0,\pi\}$.
@@ -458,7 +470,8 @@ ax.plot(run.margin[1:], dist[1:], color=plotting.color(0), label=r"$\|w/\|w\|-w^
 ax.plot(run.margin[1:], S["unit"][1:].abs().min(1).values, color=plotting.color(2), label=r"$\min_e|w_e|/\|w\|$")
 ax.set_xscale("log")
 ax.set_xlabel(r"margin $\min_i y_i\nu(x_i)$")
-ax.set_ylabel("ReLU run")
+ax.set_ylabel("Assumption 2 diagnostics")
+ax.set_title("ReLU run", fontsize=9)
 ax.legend()
 glue("fig-align-margin", fig, display=False)
 plt.close(fig)
@@ -509,7 +522,10 @@ plt.close(fig)
 # its proof is "the sum of all but the largest singular value is bounded", which needs the
 # off-diagonal part of the matrix invariance (Theorem 1); that part does not hold for ReLU
 # networks once two neurons have different activation patterns, as here. What survives is
-# the linear case ({cite:t}`ji2019gradient`): the linear twin aligns. See the errata page.
+# the linear case ({cite:t}`ji2019gradient`): the linear twin aligns. See the erratum
+# "Corollary 1 (rank-one limit of ReLU networks) is false as stated" on {doc}`/book/errata`.
+# {doc}`04_reduced_alignment` turns to Theorem 2, the paper's weaker "reduced alignment" bound
+# for non-homogeneous networks, whose proof uses the same matrix invariance.
 
 # %% [markdown]
 # ## Claims

@@ -25,6 +25,19 @@
 # the three results, checks Lemmas 9 and 10 exactly, with worst cases found by optimisation and
 # explicit extremal instances, and trains a network of the theorem's form on two digit classes
 # with the logistic loss to compare the bound with what training gives.
+#
+# ```{admonition} What this page shows
+# - The rank measure is the squared spectral-to-Frobenius ratio
+#   $\rho(W)^2=\|W\|_2^2/\|W\|_F^2$ ({prf:ref}`def-spectral-frobenius-ratio`), the inverse of
+#   the stable rank ({prf:ref}`def-stable-rank`); Theorem 2 bounds it from below.
+# - Lemma 9 is true and sharp. Lemma 10 is true, but its constant $\frac18$ can be replaced by
+#   the sharp $\frac12$, and the additive constant produced by its proof is not valid.
+# - Both lemmas, and the spectral half of the proof of Theorem 2, rest on the matrix invariance
+#   of Theorem 1, which holds for linear tails but not for ReLU tails
+#   ({doc}`01_conserved_quantities`); in training, that invariance drifts for the ReLU tail.
+# - At CPU scale the trained ratios stay far from the theorem's limits, for ReLU and linear
+#   tails alike, so the page asserts the mechanism, not the limits.
+# ```
 
 # %% tags=["parameters"]
 profile = "ci"   # "ci": CPU, about a minute; "full": longer training, wider network
@@ -76,16 +89,16 @@ sq_frob = lambda M: M.pow(2).sum((-2, -1))
 # output channels.
 # :::
 #
-# ```{prf:definition} Matrix representation of a layer (Definition 7)
+# :::{prf:definition} Matrix representation of a layer (Definition 7 of {cite:t}`le2022training`)
 # :label: inv-def-matrix-representation
 # :nonumber:
 # The matrix representation of a ResNetFree block $r(x;U,Y,Z)=\sigma(U\sigma(Yx)+Zx)$ with
 # $Y\in\mathbb R^{b\times a}$, $U\in\mathbb R^{c\times b}$, $Z\in\mathbb R^{c\times a}$ is
 # $[U\ Z]\in\mathbb R^{c\times(b+a)}$; that of a convolutional tensor is a flattening; that of a
 # fully connected layer is its weight matrix.
-# ```
+# :::
 #
-# ```{prf:theorem} Reduced alignment for non-homogeneous networks (Theorem 2)
+# :::{prf:theorem} Reduced alignment for non-homogeneous networks (Theorem 2 of {cite:t}`le2022training`)
 # :label: inv-thm-reduced-alignment
 # :nonumber:
 # Assume the stable-sign regime (Assumption 1) and a differentiable loss (Assumption 3). Let
@@ -104,14 +117,18 @@ sq_frob = lambda M: M.pow(2).sum((-2, -1))
 # and for the last fully connected layers ($N_r(j)=0$, $V_c(j)=1$) the normalised matrices
 # converge to rank one, $\big\|W^{[j]}/\|W^{[j]}\|_F-u_jv_j^\top\big\|_F\to0$, with adjacent
 # layers aligned, $|\langle v_{j+1},u_j\rangle|\to1$ (Equation (15)).
-# ```
+# :::
 #
 # As printed, $V_c$ is written with $M$ where the convolutional layers (indexed by $K$) are
 # meant, and the proof uses the factor "$C=\max\dim W^{[M+1]}$" at the transition from the last
 # convolution to the first dense layer, where the statement needs its inverse; the statement
-# above is the reading that makes the indices consistent. The proof telescopes two kinds of
-# inequalities from the last layer backwards. Lemma 4 (a true invariance, checked in the
-# chapter on conserved quantities) fixes $\|W^{[j]}\|_F^2-\|\mathrm{Fin}\|^2$, and
+# above is the reading that makes the indices consistent (Eqs. 14 and 15 also mix the indices
+# $j$ and $k$; we write $j$ throughout). In the notation of the book the left side of (14) is
+# $1/\operatorname{srank}(W^{[j]})=\rho(W^{[j]})^2$ ({prf:ref}`def-stable-rank`,
+# {prf:ref}`def-spectral-frobenius-ratio`), so (14) says that the stable rank of $W^{[j]}$
+# is at most $\min(\operatorname{rank}W^{[j]},8^{N_r(j)}V_c(j))$ in the limit. The proof telescopes two kinds of
+# inequalities from the last layer backwards. Lemma 4 (a true invariance, checked in
+# {doc}`01_conserved_quantities`) fixes $\|W^{[j]}\|_F^2-\|\mathrm{Fin}\|^2$, and
 # $\|\mathrm{Fin}\|_F=\|\mathrm{Fin}\|_2$ because $\mathrm{Fin}$ is a vector. The matrix
 # invariance of Theorem 1, $W_{l+1}^\top W_{l+1}-W_lW_l^\top=C_l$ constant, gives
 # $\|W_l\|_2^2\ge\|W_{l+1}\|_2^2-\|C_l\|_2$ for adjacent layers written in compatible
@@ -621,6 +638,17 @@ ledger.below("t2-eq13-linear", "Thm 2, Eq. (13)", "linear tail: max over steps a
 # by an amount comparable to the growth of the norms. With the corrected constant of Lemma 10
 # the factor $8^{N_r}$ becomes $2^{N_r}$ wherever the proof
 # does apply (linear tails).
+#
+# ## Conclusion
+#
+# Lemma 9 is correct and sharp; Lemma 10 is correct with the sharp constant $\frac12$ in place
+# of $\frac18$, and its proof's additive constant must be $\frac12\|C_0\|_2$ (erratum "Lemma 10:
+# the constant is 1/2 (sharp), and the proof's $D'$ is not valid" on {doc}`/book/errata`). The
+# chaining argument of Theorem 2 is sound only where the matrix invariance of Theorem 1 holds,
+# that is for linear tails; for a ReLU tail the invariance drifts in training as it did in
+# {doc}`01_conserved_quantities`, and the rank-one conclusion (15) for ReLU layers is the
+# statement refuted in {doc}`03_alignment_low_rank_limit`. Whether the *reduced* alignment that
+# motivated the theorem appears in practice is the subject of {doc}`05_motivating_experiment`.
 #
 # ## Claims
 

@@ -23,6 +23,18 @@
 # The paper itself has no experiment, so this page re-runs the observation: in profile `ci` a
 # small bias-free CNN on two classes of 8x8 digits, in profile `full` an AlexNet-sized CNN on
 # two CIFAR-10 classes when the data are present locally.
+#
+# ```{admonition} What this page shows
+# - The measure is the spectral-to-Frobenius ratio $\rho(W)=\|W\|_2/\|W\|_F$
+#   ({prf:ref}`def-spectral-frobenius-ratio`) of every layer during training.
+# - In a small bias-free ReLU CNN trained to fit two digit classes, the ratios of the hidden
+#   dense layers grow well above their trivial lower bounds but stay clearly below 1 at the end
+#   of the run: J&T19's "reduced alignment", in miniature.
+# - The run does not say *why*, nor what the limit is. The theory of the previous pages does
+#   not explain it either: Corollary 1 predicts ratio 1 and is false
+#   ({doc}`03_alignment_low_rank_limit`), and Theorem 2's bound rests on an invariance that fails
+#   for ReLU tails ({doc}`04_reduced_alignment`).
+# ```
 
 # %% tags=["parameters"]
 profile = "ci"   # "ci": CPU, about a minute; "full": CIFAR-10 two classes with AlexNet-sized dense layers (GPU)
@@ -75,10 +87,10 @@ ledger = Ledger("invariances/05_motivating_experiment")
 # ```{prf:remark} What the theory says about this experiment
 # :label: inv-motiv-remark
 # :nonumber:
-# {cite:t}`ji2019gradient` prove ratio $\to1$ for deep *linear* networks (see the chapter
-# "Alignment and the low-rank limit"). For the dense tail of a ReLU network Le & Jegelka's Eq. (15)
-# and Corollary 1 also predict ratio $\to1$, which the previous page shows to be false in
-# general; their Theorem 2 gives lower bounds strictly between the trivial bound and 1 for
+# {cite:t}`ji2019gradient` prove ratio $\to1$ for deep *linear* networks (see
+# {doc}`03_alignment_low_rank_limit`). For the dense tail of a ReLU network Le & Jegelka's Eq. (15)
+# and Corollary 1 also predict ratio $\to1$, which {doc}`03_alignment_low_rank_limit` shows to
+# be false in general; their Theorem 2 gives lower bounds strictly between the trivial bound and 1 for
 # layers separated from the output by convolutions or ResNetFree blocks. Neither predicts a
 # value for this network: the page checks the *observation* of J&T19, with a threshold
 # ($k$ times the trivial bound, and a gap below 1) stated before running.
@@ -190,9 +202,21 @@ plt.close(fig)
 # trivial bound, with ratios no larger than {glue:text}`motiv-max-final`, and each grew by a
 # factor of at least {glue:text}`motiv-min-growth` from its value at initialisation (test
 # accuracy {glue:text}`motiv-test-acc`). This is J&T19's "reduced alignment" at a small scale:
-# training concentrates the spectrum, but the limit is not rank one. This run cannot tell *why* the ratios stop short of 1. In the previous chapter a
-# ReLU network whose hypotheses could all be checked converged to a rank-2 max-margin point,
-# which is one mechanism that does not need convolutions at all.
+# training concentrates the spectrum, and at the end of the run no hidden dense layer is close
+# to rank one. A finite run cannot show what the limit is, and it cannot tell *why* the ratios
+# stop short of 1. In {doc}`03_alignment_low_rank_limit` a ReLU network whose hypotheses could
+# all be checked converged to a rank-2 max-margin point, which is one mechanism that does not
+# need convolutions at all.
+#
+# ## Conclusion
+#
+# The observation that motivated {cite:t}`le2022training` is reproduced at CPU scale: the
+# dense layers of a ReLU CNN trained on separable data align far beyond their trivial bounds
+# but not completely. Of the explanations offered by the paper, the rank-one limit
+# (Corollary 1, Eq. 15) is refuted for ReLU networks in {doc}`03_alignment_low_rank_limit`,
+# and the lower bound of Theorem 2 is proved only where the matrix invariance holds, which
+# excludes ReLU tails ({doc}`01_conserved_quantities`, {doc}`04_reduced_alignment`). The
+# reduced alignment is therefore an observation without a proof for ReLU networks.
 
 # %% [markdown]
 # ## Claims

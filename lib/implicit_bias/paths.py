@@ -765,17 +765,27 @@ def layout(net: DAGNetwork) -> np.ndarray:
 
 
 def draw(net: DAGNetwork, ax, labels: Sequence[str] | None = None, edge_fmt: str = "{:+.2f}",
-         pos: np.ndarray | None = None, colors: Sequence[str] | None = None) -> None:
+         pos: np.ndarray | None = None, colors: Sequence[str] | None = None,
+         label_pos: float | Sequence[float] = 0.4) -> None:
     """Draw ``net`` on a matplotlib axis (no graphviz): vertices as labelled circles,
-    edges as arrows labelled with their weights (``edge_fmt``; ``None`` for no labels)."""
+    edges as arrows labelled with their weights (``edge_fmt``; ``None`` for no labels).
+
+    ``label_pos`` places each weight label at that fraction of the way from the edge's source
+    to its target: one number for all edges, or one per edge (to keep labels of crossing edges
+    apart)."""
     pos = layout(net) if pos is None else pos
     labels = [str(v) for v in range(net.n_vertices)] if labels is None else labels
+    fracs = np.broadcast_to(np.asarray(label_pos, dtype=float), (net.n_edges,)) \
+        if np.ndim(label_pos) == 0 else np.asarray(label_pos, dtype=float)
+    if fracs.shape != (net.n_edges,) or not np.all((fracs >= 0) & (fracs <= 1)):
+        raise ValueError(f"label_pos must be one number or {net.n_edges} numbers in [0, 1], "
+                         f"got {label_pos!r}")
     for k, (u, v) in enumerate(net.edges.tolist()):
         ax.annotate("", xy=pos[v], xytext=pos[u],
                     arrowprops=dict(arrowstyle="-|>", color="0.45", lw=0.9,
                                     shrinkA=9, shrinkB=9))
         if edge_fmt is not None:
-            m = 0.6 * pos[u] + 0.4 * pos[v]
+            m = (1 - fracs[k]) * pos[u] + fracs[k] * pos[v]
             ax.text(m[0], m[1], edge_fmt.format(float(net.weights[k])), fontsize=6.5,
                     ha="center", va="center", color="0.1",
                     bbox=dict(boxstyle="round,pad=0.1", fc="white", ec="none", alpha=0.8))
