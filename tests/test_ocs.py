@@ -138,6 +138,27 @@ def test_train_model_reduces_loss():
     assert not model.training
 
 
+def test_train_runs_seeding_matches_the_explicit_loop():
+    torch.manual_seed(0)
+    X = torch.randn(48, 3)
+    y = (X[:, 0] > 0).long()
+    make = lambda: nn.Sequential(nn.Linear(3, 8), nn.ReLU(), nn.Linear(8, 2))
+    nets = ocs.train_runs(make, X, y, "ce", runs=2, seed=3, epochs=3, batch_size=16, lr=1e-2)
+    assert len(nets) == 2 and not any(n.training for n in nets)
+    # the documented seeding: run r uses 1000 * seed + r for the weights and the batch order
+    torch.manual_seed(3001)
+    ref = make()
+    ocs.train_model(ref, X, y, "ce", epochs=3, batch_size=16, lr=1e-2,
+                    generator=torch.Generator().manual_seed(3001))
+    for a, b in zip(nets[1].parameters(), ref.parameters()):
+        assert torch.equal(a, b)
+    assert not torch.equal(nets[0][0].weight, nets[1][0].weight)
+    with pytest.raises(ValueError, match="runs"):
+        ocs.train_runs(make, X, y, "ce", runs=0)
+    with pytest.raises(ValueError, match="generator"):
+        ocs.train_runs(make, X, y, "ce", runs=1, generator=torch.Generator())
+
+
 def test_mean_se_and_bounds():
     x = torch.tensor([[1.0, 2.0], [3.0, 2.0], [5.0, 2.0]])
     mean, se = ocs.mean_se(x)

@@ -23,6 +23,21 @@
 # the part uses: the *distance to the OCS* of a set of predictions and the *OOD score* of an
 # evaluation set, exactly as the paper defines them, with the places where the official code
 # differs.
+#
+# :::{admonition} What to take away
+# - The OCS $f^*_{\rm constant}$ ({prf:ref}`ocs-def-ocs`) is the best input-independent
+#   prediction: the label marginal for cross-entropy, the mean target for squared error,
+#   $\mathcal N(\bar y, s^2)$ with the *biased* sample variance for the Gaussian NLL, and "abstain"
+#   for the reward-prediction task of {doc}`05_cautious_decisions`. The closed forms
+#   ({prf:ref}`ocs-prop-closed-forms`) match a numerical minimisation; two typos of the paper are
+#   corrected on the way (errata: {doc}`/book/errata`).
+# - The *distance to the OCS* ({prf:ref}`ocs-def-distance`) and the *OOD score*
+#   ({prf:ref}`ocs-def-ood-score`) are defined here once; every later page of the part uses these
+#   definitions and the functions `ocs.distance_to_ocs` and `ocs.ood_score`.
+# - The OOD score is a deliberately weak probe: it is 0.5 for indistinguishable sets and stays
+#   well below 1 even for an obvious shift, so it *orders* evaluation sets rather than measuring
+#   a probability.
+# :::
 
 # %% tags=["parameters"]
 profile = "ci"   # "ci": CPU, seconds; "full": the same checks on MNIST labels (local files)
@@ -90,8 +105,10 @@ D = torch.float64
 # :nonumber:
 # Let $\hat p_k=\frac1N\#\{i:y_i=k\}$ be the label marginal, $\bar y=\frac1N\sum_iy_i$ and
 # $s^2=\frac1N\sum_i(y_i-\bar y)^2>0$.
-# 1. Cross-entropy: $f^*$ is an OCS iff $\mathrm{softmax}(f^*)=\hat p$ (when every class occurs;
-#    $f^*=\log\hat p+c\mathbf 1$ for any $c$).
+# 1. Cross-entropy, when every class occurs ($\hat p_k>0$ for all $k$): $f^*$ is an OCS iff
+#    $\mathrm{softmax}(f^*)=\hat p$, i.e. $f^*=\log\hat p+c\mathbf 1$ for any $c\in\mathbb R$
+#    (if some class never occurs, the infimum is approached as its logit tends to $-\infty$ and
+#    is not attained).
 # 2. Squared error: $f^*=\bar y$.
 # 3. Gaussian NLL: $(\mu^*,\sigma^{*2})=(\bar y,s^2)$, the *biased* ($1/N$) sample variance
 #    (the paper writes $\sigma^*$ for it: a typo).
@@ -185,8 +202,10 @@ ledger.below("stationary", "App. B.4", "gradient of the average loss vanishes at
 # %% [markdown]
 # The largest gap between the numerical minimiser and the closed form is
 # {glue:text}`ocs-max-err:.1e`, and the gradient at the closed form is at most
-# {glue:text}`ocs-max-grad:.1e`. The average losses are convex in the constant (in $\mu$ and
-# $1/\sigma^2$ for the Gaussian NLL), so a stationary point is the global minimum.
+# {glue:text}`ocs-max-grad:.1e`. For cross-entropy (in the logits) and squared error the average
+# loss is convex in the constant, so a stationary point is a global minimum; for the Gaussian NLL
+# (not jointly convex in $(\mu,\sigma^2)$) the proof above shows directly that $(\bar y,s^2)$ is
+# the only stationary point and the global minimum.
 #
 # The Gaussian OCS uses the biased standard deviation. With the unbiased one the average loss
 # is larger, by a tiny but non-zero amount: the figure shows the average Gaussian NLL as a
@@ -302,7 +321,9 @@ ledger.below("kl-self", "Sec. 3.2", "the OCS itself is at distance 0", "0", kl_s
 # features of the evaluation set, on a balanced sample (50% each). The OOD score of the
 # evaluation set is the *average predicted probability* that held-out evaluation inputs come from
 # the evaluation distribution. It is $0.5$ when the two are indistinguishable and $1$ for a
-# perfect discriminator.
+# perfect discriminator. (The paper does not say whether the scored inputs are held out from the
+# probe's own training; we hold them out, so that two samples of one distribution score $0.5$ up
+# to sampling noise instead of a value inflated by over-fitting.)
 # :::
 #
 # `implicit_bias.ocs.ood_score` implements this: each of several random splits subsamples

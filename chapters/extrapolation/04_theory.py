@@ -21,12 +21,21 @@
 # (Theorem 4.1, resting on Lemmas D.1 and D.4), and an output bias learns the direction of the
 # label sum of the margin points (Proposition 4.2). This page restates each result, trains
 # such networks (depths 2 to 8 here, up to 16 in the `full` profile) far past separation,
-# and checks what holds. Three findings go against the paper and are listed in the
-# {doc}`errata </book/errata>`. First, Lemma D.4's proof gives a ratio
-# that tends to $1/\sqrt2$, not 1. Second, the trained deep networks have **rank-two**
-# middle layers, so Theorem 4.1's rank-one projection does not control the output. Third,
-# the output bias of Proposition 4.2 stays of order one while the network's outputs grow
-# without bound, so its direction in parameter space vanishes.
+# and checks what holds.
+#
+# :::{admonition} What to take away
+# - **Holds:** the deterministic core of Proposition 4.1 (in-distribution features are large,
+#   since held-out points keep the training margin), directional convergence and balanced layers
+#   (Lemma D.1), and smaller outputs on OOD inputs in our data.
+# - **Against the paper** (listed in the {doc}`errata </book/errata>`): Lemma D.4's proof gives an
+#   average spectral-to-Frobenius ratio that tends to $1/\sqrt2$, not 1, and the trained deep
+#   networks indeed have **rank-two** middle layers, so Theorem 4.1's rank-one projections do not
+#   control the output (rank-two projections do), and its bound does not vanish with depth. The
+#   output bias of Proposition 4.2 stays of order one while the outputs grow without bound, so its
+#   share of the limit direction is zero.
+# - So the theory explains why OOD features *can* shrink in deep homogeneous networks, not why the
+#   constant the outputs revert to is the OCS ({prf:ref}`ocs-def-ocs`).
+# :::
 
 # %% tags=["parameters"]
 profile = "ci"  # "ci": CPU, about a minute; "full": larger data, depth 16, longer training (GPU)
@@ -174,9 +183,10 @@ plt.close(fig)
 # %% [markdown]
 # ```{glue:figure} fig-th-margin
 # :name: fig-ocs-th-margin
-# Left: the smoothed normalised margin $\tilde\gamma(t)$ of every member, divided by its final
-# value and shown once the loss is below one. It rises and levels off. Right: the parameter
-# norm grows without bound, so only the direction of $W(t)$ converges.
+# Left: the smoothed normalised margin $\tilde\gamma(t)$ of every member (one line each),
+# divided by its final value and shown once the loss is below one. It rises and levels off.
+# Right: the parameter norm of the first member of each depth grows without bound, so only the
+# direction of $W(t)$ converges.
 # ```
 #
 # With the step cut by four, the largest relative decrease of $\tilde\gamma$ falls from
@@ -374,8 +384,11 @@ cmean = float(C_wit.mean())
 axes[0].plot(Lg, [H.lemma_d4_bound(int(L), 2, cmean, "statement") for L in Lg], color=plotting.color(1), ls="--", label="bound as stated")
 axes[0].plot(Lg, [H.lemma_d4_bound(int(L), 2, cmean, "proof") for L in Lg], color=plotting.color(2), ls="--", label="bound the proof gives")
 axes[0].axhline(1 / math.sqrt(2), color="grey", lw=0.8)
-axes[0].set(xscale="log", xlabel="depth L", ylabel=r"$\frac{1}{L}\sum_i \|W_i\|_{op}/\|W_i\|_F$", ylim=(0.4, 1.02))
-axes[0].legend()
+axes[0].set(xscale="log", xlabel="depth L", ylabel=r"$\bar\rho_L=\frac{1}{L}\sum_i \|W_i\|_{op}/\|W_i\|_F$", ylim=(0.4, 1.02))
+ticks = [2, 4, 8, 16, 32, 64]
+axes[0].set_xticks(ticks, [str(t) for t in ticks])
+axes[0].xaxis.set_minor_formatter(plt.NullFormatter())  # no overlapping minor labels on the log axis
+axes[0].legend(loc="lower right")
 for i, k in enumerate(range(3)):
     axes[1].plot(np.arange(2, L_max), torch.stack([s[:, k] / s[:, 0] for s in sv], -1).mean(0).numpy(), marker="o",
                  color=plotting.color(i), label=f"$s_{k + 1}/s_1$")
@@ -498,7 +511,7 @@ ledger.below("t41-ood-output", "Thm. 4.1 / Sec. 4", f"OOD outputs are smaller th
 # direction to $(\hat W,\hat b)$, then $\hat b\propto\sum_{k\in\mathcal M}y_k$ over the
 # margin points $\mathcal M=\{k: y_kf(\hat W;x_k)=\min_jy_jf(\hat W;x_j)\}$. If the margin
 # points have the training label marginal, $\hat b$ points like the exponential-loss OCS
-# $b^*=\tfrac12\log(N_+/N_-)$.
+# ({prf:ref}`ocs-def-ocs`) $b^*=\operatorname{arg\,min}_b\frac1N\sum_ie^{-y_ib}=\tfrac12\log(N_+/N_-)$.
 # ```
 #
 # ```{prf:remark} The bias has degree 1, the network degree $L$
@@ -576,7 +589,7 @@ for e in range(E):
 axes[0].axhline(0.5 * math.log((yb > 0).sum().item() / (yb < 0).sum().item()), color="grey", ls="--", label=r"OCS $b^*$")
 axes[0].set(xlabel="step", ylabel="output bias $b$")
 axes[1].set(xlabel="step", ylabel=r"$|b| / \|\theta\|$")
-axes[0].legend()
+axes[0].legend(loc="center right")  # clear of the OCS line and of the bias curves
 glue("fig-th-bias", fig, display=False)
 plt.close(fig)
 

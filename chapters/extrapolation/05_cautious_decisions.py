@@ -22,6 +22,20 @@
 # - a network that predicts the reward of every action;
 # - a standard classifier;
 # - an oracle calibrated on the shifted data itself.
+#
+# :::{admonition} What to take away
+# - The two trained agents differ only in their loss, hence in their OCS
+#   ({prf:ref}`ocs-def-ocs`): the reward model's OCS is "abstain", the classifier's is the label
+#   marginal, a class.
+# - On 8x8 digits under blur, contrast reduction and two kinds of noise, the reward model abstains
+#   more and more as the shift grows and, at strong shift, earns much more than the classifier,
+#   which never abstains and keeps paying $-4$ for its mistakes. On clean data the two earn the
+#   same.
+# - The price is over-caution: under mild shift the reward model abstains on inputs it would have
+#   classified correctly. The oracle, which sees labelled shifted data, is an upper reference.
+# - This safety net exists only where reversion to the OCS holds; shifts that do not revert
+#   (adversarial inputs, unclipped noise) remove it.
+# :::
 
 # %% tags=["parameters"]
 profile = "ci"  # "ci": 8x8 digits on the CPU; "full": MNIST (needs the local files; GPU)
@@ -58,7 +72,7 @@ ledger = Ledger("extrapolation/05_cautious_decisions")
 # trained with squared error and takes $\pi(x)=\arg\max_af_\theta(x)_a$. The paper writes the
 # loss on a logged action $(f_\theta(x_i)_{a_i}-r_i)^2$. Like the official code, we regress
 # the whole reward vector $r(x,\cdot)=5\,\mathrm{onehot}(y)-4$ with a 0 appended for
-# abstaining. Its OCS is the mean reward of each action:
+# abstaining. Its OCS is the mean reward of each action ({prf:ref}`ocs-prop-closed-forms`, item 4):
 # $$f^*_k=5\hat p_k-4\ \ (k\le K),\qquad f^*_{\rm abstain}=0 .$$
 # For balanced classes $f^*_k=-3.5$, so **the OCS policy abstains**. It abstains whenever
 # $\max_k\hat p_k<0.8$. A **standard classifier** is trained with cross-entropy on $K+1$
@@ -160,13 +174,16 @@ plt.close(fig)
 #
 # What we check, with margins fixed from the reading guide's pilot before this run:
 # - the standard classifier essentially never abstains (at most 1% at every level);
-# - the reward-prediction agent abstains more as the shift grows (Spearman correlation with
-#   severity at least 0.8 for every shift) and abstains on most inputs at the two top levels
-#   (at least 0.5);
-# - on clean data the two agents earn the same reward (within 0.05);
+# - the reward-prediction agent abstains more as the shift grows (Spearman correlation of the
+#   abstain ratio with the severity at least 0.8, for every shift and every member) and abstains
+#   on most inputs at the two top levels (at least 0.5, mean over members, worst shift);
+# - on clean data the two agents earn the same mean reward (within 0.05, averaged over shifts and
+#   members);
 # - at the two top levels of blur, contrast and clipped noise, reward prediction earns at
-#   least 0.5 more than standard classification;
-# - the oracle is never worse than reward prediction by more than 0.05.
+#   least 0.5 more than standard classification (mean over members, worst shift and level;
+#   blend noise is left out because the reading guide's pilot found almost no gap there);
+# - the oracle's mean reward is never below reward prediction's by more than 0.05, at any shift
+#   and level.
 #
 # The pilot found reward prediction *worse* at mild shifts, where it over-abstains, so we do
 # not claim it wins at every level.
@@ -214,9 +231,12 @@ ledger.above("oracle-upper", "Fig. 7", "reward(oracle) - reward(RP), worst shift
 # least {glue:text}`cd-rp-top:.2f` of the inputs and earns at least
 # {glue:text}`cd-gap-top:.2f` more reward than standard classification, which never abstains
 # (at most {glue:text}`cd-sc-max:.3f`) and keeps paying $-4$ for its mistakes. At the
-# mildest level the difference is {glue:text}`cd-mild-gap:+.2f` on average: there the
-# reward model's caution costs it. The oracle is never worse than reward prediction by more
-# than {glue:text}`cd-oracle-margin:.2f`, but it needs labelled shifted data.
+# mildest level the reward difference (reward prediction minus standard classification, mean
+# over shifts and members) is {glue:text}`cd-mild-gap:+.2f`; a negative value means the reward
+# model's caution costs it there, as the pilot found (this is reported, not claimed). The
+# smallest margin of the oracle over reward prediction, over all shifts and levels, is
+# {glue:text}`cd-oracle-margin:.2f` (0 where both abstain on every input), but the oracle needs
+# labelled shifted data.
 #
 # ## One class under blur (the paper's Fig. 5)
 #

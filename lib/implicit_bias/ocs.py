@@ -18,7 +18,8 @@ an *OOD score* of that set (App. B.3). This module holds, each defined once:
 - the paper's distance to the OCS (:func:`distance_to_ocs`) and OOD score (:func:`ood_score`);
 - the quantities of the mechanism of Sec. 4.1 (:func:`norm_ratio`, :func:`top_subspace`,
   :func:`projection_ratio`);
-- a small trainer shared by the chapters of the part (:func:`train_model`).
+- a small trainer shared by the chapters of the part (:func:`train_model`), and
+  :func:`train_runs` for several independently seeded networks of one configuration.
 
 Output conventions: a cross-entropy model outputs ``K`` logits; an MSE model ``m`` values; a
 Gaussian-NLL model outputs two columns ``(mu, log sigma^2)`` (the official code's
@@ -334,7 +335,7 @@ def norm_ratio(features_ood: torch.Tensor, features_train: torch.Tensor,
 def top_subspace(W: torch.Tensor, energy: float = 0.95) -> torch.Tensor:
     """Top right singular vectors of ``W`` (``(out, in)``) as the columns of ``V_top``
     ``(in, k)``, with ``k`` the smallest index such that ``sqrt(sum_{i<=k} s_i^2 / sum_i s_i^2)
-    > energy`` (the official code's rule with ``energy=0.95``; the paper does not say how many
+    >= energy`` (up to round-off; the official code's rule with ``energy=0.95``; the paper does not say how many
     vectors it keeps)."""
     if not 0 < energy <= 1:
         raise ValueError(f"energy must be in (0, 1], got {energy}")
@@ -401,6 +402,32 @@ def train_model(model: nn.Module, X: torch.Tensor, y: torch.Tensor, loss: Loss, 
         bad = int((~torch.isfinite(losses)).nonzero()[0])
         raise RuntimeError(f"training diverged at epoch {bad} (lr {lr:g}); lower the learning rate")
     return TrainResult(final, losses)
+
+
+def train_runs(make: Callable[[], nn.Module], X: torch.Tensor, y: torch.Tensor, loss: Loss, *,
+               runs: int, seed: int = 0, **train_kwargs) -> list[nn.Module]:
+    """Train ``runs`` independent networks ``make()`` on ``(X, y)`` with :func:`train_model`
+    (keyword arguments passed on) and return them, in eval mode, in the order of the runs.
+
+    Run ``r`` is seeded with ``1000 * seed + r``: ``torch.manual_seed`` just before ``make()``
+    draws the initial weights, and a generator with the same seed orders the mini-batches. So
+    run ``r`` of a configuration does not depend on which other configurations or runs were
+    trained before it, and two configurations trained with the same ``seed`` share their
+    initial weights whenever ``make()`` builds the same architecture. The network is moved to
+    ``X.device``. These are the "several networks per configuration" whose spread gives the
+    error bars and standard errors of the chapters."""
+    if runs < 1:
+        raise ValueError(f"runs must be >= 1, got {runs}")
+    if "generator" in train_kwargs:
+        raise ValueError("train_runs seeds each run itself; do not pass a generator")
+    nets = []
+    for r in range(runs):
+        run_seed = 1000 * seed + r
+        torch.manual_seed(run_seed)
+        net = make().to(X.device)
+        train_model(net, X, y, loss, generator=torch.Generator().manual_seed(run_seed), **train_kwargs)
+        nets.append(net)
+    return nets
 
 
 @torch.no_grad()
