@@ -436,8 +436,7 @@ def event_E(W: torch.Tensor, converged: torch.Tensor, theta: torch.Tensor | floa
     ang = angle_between(W[..., 0, :], W[..., 1, :])
     norms = W.norm(dim=-1)
     ok_angle = (ang >= lo) & (ang <= hi)
-    ok_norm = ((norms > nlo.unsqueeze(-1)) & (norms < nhi.unsqueeze(-1))).all(-1) if torch.as_tensor(nlo).dim() else \
-        ((norms > nlo) & (norms < nhi)).all(-1)
+    ok_norm = ((norms > nlo[..., None]) & (norms < nhi[..., None])).all(-1)
     return converged & ok_angle & ok_norm
 
 
@@ -449,3 +448,70 @@ def row_angle(W: torch.Tensor) -> torch.Tensor:
 def balance(W: torch.Tensor, V: torch.Tensor) -> torch.Tensor:
     """Per-neuron ``||w_i||^2 - ||v_i||^2`` (Lemma 9: constant under gradient flow)."""
     return W.pow(2).sum(-1) - V.pow(2).sum(-2)
+
+
+# --- the proof's regions A_i and F_i (Lemma 6, Fig. 3) --------------------------------------
+
+def boundary_ray(X: torch.Tensor, i: int) -> torch.Tensor:
+    """Unit direction of the ray ``U_i = {w : w.x_j = 0, w.x_i > 0}`` (``j != i``, ``i`` in
+    {0, 1}): the boundary that ``S_i`` shares with ``S``."""
+    xj = X[..., :, 1 - i]
+    u = torch.stack([-xj[..., 1], xj[..., 0]], dim=-1)          # xj rotated by +90 degrees
+    sign = torch.sign((u * X[..., :, i]).sum(-1, keepdim=True))
+    return u * sign
+
+
+def in_reachable(w: torch.Tensor, X: torch.Tensor, i: int, r0: float, tol: float = 1e-9) -> torch.Tensor:
+    """Membership of ``w`` (``(..., 2)``) in ``A_i = {e + lam x_i : e in T_i u U_i, lam >= 0}``
+    with ``T_i = S_i n closed ball(r0)`` (Lemma 6's proof; unit inputs, obtuse angle).
+
+    ``w`` is in the cone spanned by ``U_i`` and ``x_i``, or it is in ``S_i`` and some
+    ``w - lam x_i`` (``lam >= 0``) lies in ``T_i``: the admissible ``lam`` form an interval
+    ``[0, lam_max)`` on which ``||w - lam x_i||`` decreases, so it suffices to test ``lam_max``.
+    """
+    xi, xj = X[..., :, i], X[..., :, 1 - i]
+    u = boundary_ray(X, i)
+    # cone(u, x_i): solve w = a u + b x_i
+    det = u[..., 0] * xi[..., 1] - u[..., 1] * xi[..., 0]
+    a = (w[..., 0] * xi[..., 1] - w[..., 1] * xi[..., 0]) / det
+    b = (u[..., 0] * w[..., 1] - u[..., 1] * w[..., 0]) / det
+    in_cone = (a > -tol) & (b > -tol) & (w.norm(dim=-1) > 0)
+    pi, pj = (w * xi).sum(-1), (w * xj).sum(-1)
+    cos = (xi * xj).sum(-1)
+    lam_max = torch.clamp(torch.minimum(pi, pj / cos), min=0.0)
+    t = w - lam_max.unsqueeze(-1) * xi
+    in_strip = (pi > 0) & (pj <= tol) & (t.norm(dim=-1) <= r0 + tol)
+    return in_cone | in_strip
+
+
+def in_final_region(w: torch.Tensor, X: torch.Tensor, i: int, r0: float, eps0: float,
+                    tol: float = 1e-6) -> torch.Tensor:
+    """Membership in ``F_i = A_i minus the open ball of radius sqrt(1 - |eps0|)`` (Fig. 3), where
+    ``eps0 = ||w_i(0)||^2 - ||v_i(0)||^2``; ``tol`` absorbs the step-size drift of GD."""
+    return in_reachable(w, X, i, r0, tol) & (w.norm(dim=-1) >= math.sqrt(1 - abs(eps0)) - tol)
+
+
+def region_boundaries(X: torch.Tensor) -> torch.Tensor:
+    """Angles in ``[0, 2 pi)`` of the four rays bounding the cones ``D, S1, S2, S`` of one
+    dataset ``X (2, 2)``: the directions orthogonal to ``x_1`` and to ``x_2``."""
+    out = []
+    for j in range(2):
+        a = math.atan2(float(X[1, j]), float(X[0, j]))
+        out += [(a + math.pi / 2) % (2 * math.pi), (a - math.pi / 2) % (2 * math.pi)]
+    return torch.tensor(sorted(out), dtype=torch.float64)
+
+
+def outcome_classes(sim: Simulation, X: torch.Tensor) -> torch.Tensor:
+    """Outcome of each run: 0 converged and split, 1 converged with a neuron in ``S``,
+    2 not converged with a dead neuron, 3 not converged otherwise."""
+    Xb = _expand(X, sim.W.shape[0])
+    codes = region_codes(sim.W, Xb)
+    conv = sim.converged
+    out = torch.full(conv.shape, 3, dtype=torch.long, device=conv.device)
+    out[conv & ~is_split(codes)] = 1
+    out[conv & is_split(codes)] = 0
+    out[~conv & (codes == DEAD).any(-1)] = 2
+    return out
+
+
+OUTCOME_NAMES = ["converged, split", "converged, a neuron in S", "stuck: dead neuron", "stuck: other"]

@@ -1,0 +1,345 @@
+# ---
+# jupyter:
+#   jupytext:
+#     formats: ipynb,py:percent
+#     text_representation:
+#       extension: .py
+#       format_name: percent
+#   kernelspec:
+#     display_name: Python 3 (ipykernel)
+#     language: python
+#     name: python3
+# ---
+
+# %% [markdown]
+# # Where gradient flow goes
+#
+# The proofs of Theorems 2 and 3 of {cite:t}`timor2023implicit` rest on a picture of the plane
+# of first-layer weights: four cones $\mathcal D,\mathcal S,\mathcal S_1,\mathcal S_2$ (their
+# Figure 2) and, inside $\mathcal S_i$, a reachable region $\mathcal A_i$ and a final region
+# $\mathcal F_i$ where a neuron can end (their Figure 3). The paper draws them as schematics.
+# This page draws them from simulation instead: each initial pair of neuron directions is one
+# run of a batch, and the outcome (converged or stuck, and the stable rank reached) becomes a
+# map over the torus of initial angles, with the theory's region boundaries on top. The
+# setting and notation are those of the previous page, *Two points, two neurons*.
+
+# %% tags=["parameters"]
+profile = "ci"   # "ci": CPU, under a minute; "full": finer grids and smaller steps (GPU)
+seed = 0
+device = "auto"
+
+# %%
+PROFILES = {
+    # grid: initial angles per axis (grid x grid runs per dataset); lr * steps = GF time
+    "ci": dict(grid=96, lr=1e-2, steps=15_000, n_traj=24),
+    "full": dict(grid=512, lr=1e-3, steps=150_000, n_traj=48),
+}
+
+# %%
+import math
+
+import matplotlib.pyplot as plt
+import numpy as np
+import torch
+from matplotlib.colors import ListedColormap
+from matplotlib.patches import Wedge
+from myst_nb import glue
+
+from implicit_bias import plotting
+from implicit_bias import two_neuron as tn
+from implicit_bias.chapter import start_chapter
+from implicit_bias.claims import Ledger
+
+P, dev = start_chapter(PROFILES, profile=profile, seed=seed, device=device)
+ledger = Ledger("rank_minimization/02_where_gradient_flow_goes")
+gen = torch.Generator().manual_seed(seed)
+D = torch.float64
+DEG = 180 / math.pi
+
+# %% [markdown]
+# ## Two datasets
+#
+# A dataset with a visible geometry, $\theta=120^\circ$ ($\mathbf x_1,\mathbf x_2$ at $30^\circ$
+# and $150^\circ$, $\mathbf y_{1,2}=\mathbf e_{1,2}$), and the paper's Figure 1 dataset
+# ($\theta\approx90.58^\circ$). Both satisfy Assumptions 1-2. Following Theorem 3, the second
+# layer starts at $\mathbf v(0)=\mathbf 0$ and each neuron at
+# $\mathbf w_i(0)=r(\cos\varphi_i,\sin\varphi_i)$; with $\mathbf v(0)=0$ the run is a
+# deterministic function of $(\varphi_1,\varphi_2)$. The radius $r$ is 0.9 times Theorem 3's
+# bound $\frac{\sqrt3}2\min\{\sin\frac{\pi-\theta}4,\sin(\theta-\frac\pi2)\}$. The seed only
+# shifts the grid by a random fraction of a cell.
+#
+# ```{prf:definition} Reachable and final regions (proof of Lemma 6)
+# :label: rank-def-AF
+# :nonumber:
+# Let $\mathcal T_i=\mathcal S_i\cap\bar B(\|\mathbf w_i(0)\|)$ and let $\mathcal U_i=\{\mathbf
+# w:\mathbf w^\top\mathbf x_{3-i}=0,\ \mathbf w^\top\mathbf x_i>0\}$ be the ray that
+# $\mathcal S_i$ shares with $\mathcal S$. Then $\mathcal A_i=\{\mathbf e+\lambda\mathbf x_i:
+# \mathbf e\in\mathcal T_i\cup\mathcal U_i,\ \lambda\ge0\}$ (the wedge between $\mathcal U_i$
+# and $\mathbf x_i$, of width $\theta-\pi/2$, plus a half-strip of half-width
+# $\|\mathbf w_i(0)\|$ along $\mathbf x_i$), and $\mathcal F_i=\mathcal A_i\setminus
+# B\big(\sqrt{1-|\epsilon_0^{(i)}|}\big)$ with $\epsilon_0^{(i)}=\|\mathbf w_i(0)\|^2-\|\mathbf
+# v_i(0)\|^2$. A neuron that stays in $\mathcal S_i$ from some time on and ends at zero loss
+# ends in $\mathcal F_i$.
+# ```
+
+# %%
+def dataset(deg1: float, deg2: float) -> tuple[torch.Tensor, torch.Tensor]:
+    X = torch.stack([tn.unit(torch.tensor(deg1 / DEG, dtype=D)), tn.unit(torch.tensor(deg2 / DEG, dtype=D))], -1)
+    return X, torch.eye(2, dtype=D)
+
+
+Xp, Yp = tn.paper_dataset()
+DATA = {"120": dataset(30.0, 150.0), "paper": (Xp, Yp)}
+G = P["grid"]
+shift = float(torch.rand(1, generator=gen, dtype=D))
+phi = 2 * math.pi * (torch.arange(G, dtype=D) + shift) / G
+P1, P2 = torch.meshgrid(phi, phi, indexing="ij")          # P1[a, b] = phi_1 of row a
+maps = {}
+for name, (X, Y) in DATA.items():
+    theta = float(tn.angle_between(X[:, 0], X[:, 1]))
+    r0 = 0.9 * float(tn.thm3_init_bound(theta))
+    W0 = r0 * torch.stack([tn.unit(P1.reshape(-1)), tn.unit(P2.reshape(-1))], dim=1)
+    sim = tn.simulate(W0.to(dev), torch.zeros_like(W0).to(dev), X.to(dev), Y.to(dev), lr=P["lr"], steps=P["steps"])
+    cls = tn.outcome_classes(sim, X.to(dev)).cpu()
+    codes0 = tn.region_codes(W0, X)
+    maps[name] = dict(X=X, Y=Y, theta=theta, r0=r0, W0=W0, sim=sim, cls=cls.view(G, G), codes0=codes0,
+                      sr=tn.stable_rank_2x2(sim.W.cpu()).view(G, G))
+    frac = [float((cls == c).double().mean()) for c in range(4)]
+    print(f"{name:5s}: theta = {theta * DEG:.2f} deg, r = {r0:.4f}; outcome fractions "
+          + ", ".join(f"{n}: {f:.3f}" for n, f in zip(tn.OUTCOME_NAMES, frac)))
+
+# %% [markdown]
+# ## The map from initial directions to outcomes
+#
+# Lemma 13 says that runs starting in $\operatorname{int}\mathcal S_1\times\operatorname{int}
+# \mathcal S_2$ (or swapped) converge to zero loss and stay split; Lemma 5 says that runs with a
+# neuron starting in $\mathcal D$ never converge. Both are rectangles on the torus of initial
+# angles, whose sides are the region boundaries of Definition 1 of the paper. The theory says
+# nothing about the rest of the torus, where a neuron starts in $\mathcal S$, or both start in
+# the same $\mathcal S_i$.
+
+# %%
+def boundary_cells(codes0: torch.Tensor) -> torch.Tensor:
+    """Runs whose initial angles lie within one grid cell of a region boundary."""
+    c = codes0.view(G, G, 2)
+    near = torch.zeros(G, G, dtype=torch.bool)
+    for shift_ in (-1, 1):
+        near |= (torch.roll(c[..., 0], shift_, 0) != c[..., 0])[:, :] | (torch.roll(c[..., 1], shift_, 1) != c[..., 1])
+    return near.reshape(-1)
+
+
+res = {}
+for name, M in maps.items():
+    cls = M["cls"].reshape(-1)
+    codes0 = M["codes0"]
+    away = ~boundary_cells(codes0)
+    split0 = tn.is_split(codes0) & away
+    dead0 = (codes0 == tn.DEAD).any(-1) & away
+    both_S = (codes0 == tn.BOTH).any(-1) & ~(codes0 == tn.DEAD).any(-1) & away
+    same = ((codes0[:, 0] == codes0[:, 1]) & (codes0[:, 0] != tn.BOTH) & (codes0[:, 0] != tn.DEAD)) & away
+    conv = M["sim"].converged.cpu()
+    res[name] = dict(split_ok=float((cls[split0] == 0).double().mean()),
+                     dead_ok=float((cls[dead0] == 2).double().mean()),
+                     success=float(conv.double().mean()),
+                     lo=float(tn.thm3_probability_bound(M["theta"])), hi=float(tn.no_dead_probability(M["theta"])),
+                     S_conv=float(conv[both_S].double().mean()), same_conv=float(conv[same].double().mean()))
+    R_ = res[name]
+    print(f"{name:5s}: split starts -> converged split {R_['split_ok']:.3f}; dead starts -> stuck dead "
+          f"{R_['dead_ok']:.3f}; success {R_['success']:.3f} (area of S1xS2 {R_['lo']:.3f}, no-dead area "
+          f"{R_['hi']:.3f}); neuron starting in S: converged {R_['S_conv']:.3f}; both in the same S_i: "
+          f"converged {R_['same_conv']:.3f}")
+    glue(f"rank2-{name}-success", f"{R_['success']:.3f}", display=False)
+    glue(f"rank2-{name}-Sconv", f"{R_['S_conv']:.2f}", display=False)
+    glue(f"rank2-{name}-same", f"{R_['same_conv']:.2f}", display=False)
+
+ledger.close("lemma13-map", "Lemma 13", "every start in S1 x S2 (away from the boundaries) converges and ends split",
+             "always", min(r["split_ok"] for r in res.values()), 1.0, atol=0.0)
+ledger.close("lemma5-map", "Lemma 5", "every start with a neuron in D ends stuck with that neuron dead",
+             "always", min(r["dead_ok"] for r in res.values()), 1.0, atol=0.0)
+ledger.close("same-Si-stuck", "this page", "no run whose neurons both start in the same S_i converges",
+             "not stated", max(r["same_conv"] for r in res.values()), 0.0, atol=0.0)
+ledger.holds("success-between", "Thm 3 + Lemma 5", "success fraction lies between the S1xS2 area 2(theta/2pi)^2 "
+             "and the no-dead area ((pi+theta)/2pi)^2, for both datasets", "in [bound, no-dead]",
+             ", ".join(f"{r['success']:.3f}" for r in res.values()),
+             all(r["lo"] <= r["success"] <= r["hi"] for r in res.values()), tolerance="in the interval")
+
+# %%
+cmap = ListedColormap([plotting.color(0), plotting.color(4), "0.35", plotting.color(1)])
+fig, axes = plotting.subplots(2, height=3.4)
+for ax, (name, M) in zip(axes, maps.items()):
+    ax.imshow(M["cls"].T.numpy(), origin="lower", extent=[0, 360, 0, 360], cmap=cmap, vmin=-0.5, vmax=3.5,
+              interpolation="nearest", aspect="equal")
+    for b in tn.region_boundaries(M["X"]).numpy() * DEG:
+        ax.axvline(b, color="w", lw=0.8, ls="--")
+        ax.axhline(b, color="w", lw=0.8, ls="--")
+    ax.set_xlabel(r"initial angle $\varphi_1$ of $w_1$ (deg)")
+    ax.set_ylabel(r"initial angle $\varphi_2$ of $w_2$ (deg)")
+    ax.set_title(f"theta = {M['theta'] * DEG:.1f} deg")
+    ax.set_xticks([0, 90, 180, 270, 360])
+    ax.set_yticks([0, 90, 180, 270, 360])
+    ax.grid(False)
+handles = [plt.Rectangle((0, 0), 1, 1, color=cmap(i)) for i in range(4)]
+axes[1].legend(handles, tn.OUTCOME_NAMES, loc="upper left", bbox_to_anchor=(1.02, 1.0), frameon=False)
+glue("rank2-fig-map", fig, display=False)
+plt.close(fig)
+
+# %% [markdown]
+# ```{glue:figure} rank2-fig-map
+# :name: fig-rank2-map
+# Outcome of gradient descent (loss below $10^{-4}$ or not) as a function of the initial
+# directions of the two first-layer neurons ($\mathbf v(0)=0$, small $\|\mathbf w_i(0)\|$),
+# one run per pixel. Dashed lines: the boundaries of the cones $\mathcal D,\mathcal S,\mathcal
+# S_1,\mathcal S_2$ of each neuron; they cut the torus into rectangles. Lemma 13 predicts the
+# blue rectangles (one neuron in $\mathcal S_1$, the other in $\mathcal S_2$) and Lemma 5 the
+# grey strips (a neuron in $\mathcal D$); the yellow and orange parts are not covered by any
+# theorem.
+# ```
+#
+# The success fraction is {glue:text}`rank2-120-success` at $\theta=120^\circ$ and
+# {glue:text}`rank2-paper-success` for the paper's dataset, well above the area of the
+# guaranteed rectangles. Outside the rectangles: when one neuron starts in $\mathcal S$ and
+# none in $\mathcal D$, the run converges in most cases ({glue:text}`rank2-120-Sconv` and
+# {glue:text}`rank2-paper-Sconv` of those starts), and when both start in the same
+# $\mathcal S_i$ it never does ({glue:text}`rank2-120-same` and {glue:text}`rank2-paper-same`
+# converge): both neurons serve one input, and inside $\mathcal S_i$ a neuron only moves along
+# $\mathbf x_i$, which takes it further from the other input when $\theta>\pi/2$.
+#
+# ## The stable rank reached, and the closed form
+#
+# Colour the same torus by the stable rank of $W(\infty)$ on converged runs. On the split
+# rectangles the closed form for the limit of split runs (previous page) predicts every pixel.
+
+# %%
+cf_err, sr_spread = {}, {}
+for name, M in maps.items():
+    Wc, _ = tn.closed_form_limit(M["W0"], M["X"], M["Y"])
+    split0 = tn.is_split(M["codes0"]) & M["sim"].converged.cpu()
+    sr_cf = tn.stable_rank_2x2(Wc)
+    cf_err[name] = float((sr_cf - M["sr"].reshape(-1))[split0].abs().max())
+    conv = M["sim"].converged.cpu()
+    s_conv = M["sr"].reshape(-1)[conv & ~tn.is_split(tn.region_codes(M["sim"].W.cpu(), M["X"]))]
+    sr_spread[name] = (float(s_conv.min()), float(s_conv.max())) if s_conv.numel() else (float("nan"),) * 2
+    print(f"{name:5s}: max |srank - closed form| on split starts {cf_err[name]:.1e}; converged runs with a neuron "
+          f"in S: srank in [{sr_spread[name][0]:.3f}, {sr_spread[name][1]:.3f}]; split value "
+          f"{float(tn.ideal_stable_rank(M['theta'])):.3f}")
+ledger.below("closed-form-map", "derived (Lemmas 7, 9, 13)", "stable rank on split starts equals the closed form "
+             "(max abs error over both maps)", "not stated", max(cf_err.values()), 1e-3, fmt=".1e")
+
+fig, axes = plotting.subplots(2, height=3.4)
+for ax, (name, M) in zip(axes, maps.items()):
+    sr = M["sr"].clone()
+    sr[~M["sim"].converged.cpu().view(G, G)] = float("nan")
+    im = ax.imshow(sr.T.numpy(), origin="lower", extent=[0, 360, 0, 360], vmin=1.0, vmax=2.0,
+                   interpolation="nearest", aspect="equal", cmap="viridis")
+    for b in tn.region_boundaries(M["X"]).numpy() * DEG:
+        ax.axvline(b, color="w", lw=0.8, ls="--")
+        ax.axhline(b, color="w", lw=0.8, ls="--")
+    ax.set_xlabel(r"$\varphi_1$ (deg)")
+    ax.set_ylabel(r"$\varphi_2$ (deg)")
+    ax.set_title(f"theta = {M['theta'] * DEG:.1f} deg")
+    ax.set_xticks([0, 90, 180, 270, 360])
+    ax.set_yticks([0, 90, 180, 270, 360])
+    ax.grid(False)
+fig.colorbar(im, ax=axes, label="stable rank of $W(\\infty)$", shrink=0.8)
+glue("rank2-fig-srank", fig, display=False)
+plt.close(fig)
+
+# %% [markdown]
+# ```{glue:figure} rank2-fig-srank
+# :name: fig-rank2-srank
+# Stable rank of the first layer at convergence over the same torus (white: not converged).
+# On the split rectangles it is nearly constant, at $2/(1+|\cos\theta|)$ up to the small
+# initialisation; where a neuron starts in $\mathcal S$ it varies with that neuron's initial
+# direction.
+# ```
+#
+# ## Where the neurons end: the regions $\mathcal A_i$ and $\mathcal F_i$
+#
+# In the plane of first-layer weights we draw the cones, the regions $\mathcal A_i$ and
+# $\mathcal F_i$ of {prf:ref}`rank-def-AF` for the radius used above (with $\mathbf v(0)=0$,
+# $\epsilon_0^{(i)}=r^2$), a few trajectories, and the end points of all converged runs of the
+# $\theta=120^\circ$ map. Lemma 6's proof places every neuron of a run that ends split in
+# $\mathcal F_1\cup\mathcal F_2$; we test membership for every such run of both maps.
+
+# %%
+mem = {}
+for name, M in maps.items():
+    Wend = M["sim"].W.cpu()
+    conv = M["sim"].converged.cpu()
+    codes = tn.region_codes(Wend, M["X"])
+    ok = torch.ones(len(Wend), dtype=torch.bool)
+    for n_ in range(2):
+        for i, code in ((0, tn.S1), (1, tn.S2)):
+            sel = codes[:, n_] == code
+            ok[sel] &= tn.in_final_region(Wend[sel, n_], M["X"], i, M["r0"], M["r0"] ** 2, tol=1e-2 * P["lr"] / 1e-2)
+    es = conv & tn.is_split(codes)
+    mem[name] = float(ok[es].double().mean())
+    print(f"{name:5s}: runs ending split with both neurons in F_1 u F_2: {mem[name]:.4f} of {int(es.sum())}")
+ledger.close("lemma6-F", "Lemma 6 (proof), Fig. 3", "every run that ends split has its neurons in F_1 and F_2",
+             "always", min(mem.values()), 1.0, atol=0.0, fmt=".4f")
+
+# %%
+M = maps["120"]
+X, r0, theta = M["X"], M["r0"], M["theta"]
+idx = torch.randperm(G * G, generator=gen)[: P["n_traj"]]
+trj = tn.simulate(M["W0"][idx], torch.zeros(len(idx), 2, 2, dtype=D), X, M["Y"], lr=P["lr"], steps=P["steps"],
+                  check_every=max(1, P["steps"] // 300), record=True)
+fig, ax = plotting.subplots(1, height=4.2)
+ang = {k: v for k, v in zip(("x1", "x2"), (math.atan2(X[1, 0], X[0, 0]) * DEG, math.atan2(X[1, 1], X[0, 1]) * DEG))}
+Rmax = 1.6
+regions = {"S1": (ang["x1"] - 90, ang["x2"] - 90), "S": (ang["x2"] - 90, ang["x1"] + 90),
+           "S2": (ang["x1"] + 90, ang["x2"] + 90), "D": (ang["x2"] + 90, ang["x1"] + 270)}
+shade = {"S1": plotting.color(5), "S2": plotting.color(3), "S": plotting.color(4), "D": "0.8"}
+for key, (a, b) in regions.items():
+    ax.add_patch(Wedge((0, 0), Rmax, a, b, color=shade[key], alpha=0.18, lw=0))
+    mid = (a + b) / 2 / DEG
+    ax.text(1.45 * math.cos(mid), 1.45 * math.sin(mid), {"S1": r"$\mathcal{S}_1$", "S2": r"$\mathcal{S}_2$",
+            "S": r"$\mathcal{S}$", "D": r"$\mathcal{D}$"}[key], ha="center", va="center")
+# A_i and F_i, drawn by testing a fine grid of points
+g = torch.linspace(-Rmax, Rmax, 500, dtype=D)
+GX, GY = torch.meshgrid(g, g, indexing="xy")
+pts = torch.stack([GX, GY], -1)
+for i in range(2):
+    A = tn.in_reachable(pts, X, i, r0).numpy()
+    F = tn.in_final_region(pts, X, i, r0, r0**2, tol=0.0).numpy()
+    ax.contourf(GX.numpy(), GY.numpy(), A.astype(float), levels=[0.5, 1.5], colors=[plotting.color(4)], alpha=0.45)
+    ax.contourf(GX.numpy(), GY.numpy(), F.astype(float), levels=[0.5, 1.5], colors=[plotting.color(2)], alpha=0.6)
+for r in range(len(idx)):
+    for n_ in range(2):
+        path = trj.trace_W[:, r, n_, :].numpy()
+        ax.plot(path[:, 0], path[:, 1], color="k", lw=0.6, alpha=0.6)
+endc = M["sim"].converged.cpu()
+Wend = M["sim"].W.cpu()[endc]
+ax.scatter(Wend[:, :, 0].reshape(-1), Wend[:, :, 1].reshape(-1), s=2, color=plotting.color(1), zorder=3,
+           label="end points of converged runs")
+for j in range(2):
+    ax.annotate("", xy=(X[0, j], X[1, j]), xytext=(0, 0), arrowprops=dict(arrowstyle="->", color=plotting.color(0)))
+    ax.text(1.08 * X[0, j], 1.08 * X[1, j] + 0.05, f"$x_{j + 1}$", color=plotting.color(0))
+ax.plot([], [], color="k", lw=0.6, label="trajectories of $w_i(t)$")
+ax.add_patch(plt.Rectangle((0, 0), 0, 0, color=plotting.color(4), alpha=0.45, label=r"$\mathcal{A}_i\setminus\mathcal{F}_i$"))
+ax.add_patch(plt.Rectangle((0, 0), 0, 0, color=plotting.color(2), alpha=0.6, label=r"$\mathcal{F}_i$"))
+ax.set_xlim(-Rmax, Rmax)
+ax.set_ylim(-Rmax, Rmax)
+ax.set_aspect("equal")
+ax.set_xlabel("first coordinate of $w_i$")
+ax.set_ylabel("second coordinate of $w_i$")
+ax.legend(loc="lower left", fontsize=7)
+glue("rank2-fig-plane", fig, display=False)
+plt.close(fig)
+
+# %% [markdown]
+# ```{glue:figure} rank2-fig-plane
+# :name: fig-rank2-plane
+# The paper's Figures 2 and 3 drawn from the $\theta=120^\circ$ runs: the cones of
+# Definition 1, the reachable regions $\mathcal A_i$ (orange and green) and the
+# final regions $\mathcal F_i$ (green), trajectories of the two neurons of some runs (black)
+# and the end points of both neurons of every converged run (red). Split runs end on the green
+# regions. Neurons that end in $\mathcal S$ (runs not covered by Lemma 6) end elsewhere in that
+# cone.
+# ```
+#
+# ## Claims
+
+# %%
+# NBVAL_CHECK_OUTPUT
+ledger.report()
