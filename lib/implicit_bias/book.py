@@ -54,8 +54,19 @@ VOLATILE_CELL_METADATA = ("papermill", "execution")
 
 
 def all_chapters(root: Path = ROOT) -> list[Path]:
-    """Every chapter source ``chapters/<part>/<name>.py``, in order."""
-    return sorted(p for p in (root / "chapters").glob("*/*.py") if not p.name.startswith("_"))
+    """Every chapter source ``chapters/<part>/<name>.py``, in the order of the table of contents
+    (chapters missing from it come last, by name)."""
+    import yaml
+
+    order: dict[str, int] = {}
+    toc_path = root / "_toc.yml"
+    if toc_path.exists():
+        toc = yaml.safe_load(toc_path.read_text())
+        files = [c["file"] for part in toc.get("parts", []) for c in part.get("chapters", [])]
+        order = {f: i for i, f in enumerate(files)}
+    found = [p for p in (root / "chapters").glob("*/*.py") if not p.name.startswith("_")]
+    key = lambda p: (order.get(str(p.relative_to(root).with_suffix("")), len(order)), str(p))
+    return sorted(found, key=key)
 
 
 def resolve_chapters(names: Sequence[str]) -> list[Path]:
