@@ -110,20 +110,17 @@ ledger.holds("ocs-abstains", "Sec. 5.1", "the OCS of the reward model picks abst
 # %% [markdown]
 # Each member of the ensemble trains the three networks with its own seed: an MLP with two
 # hidden layers of 128 units on 8x8 digits, or a small CNN on MNIST in `full`. We use Adam
-# and the same number of epochs for all three.
+# and the same number of epochs for all three. The networks come from `implicit_bias.ocs.train_runs`,
+# as in the previous chapters: member $m$ of every agent is seeded alike, so the reward model and
+# the standard classifier of a member start from the same initial weights and see the same
+# mini-batches, and differ only in their loss.
 
 # %%
-members = []
-for m in range(P["members"]):
-    run_seed = 1000 * seed + m
-    nets = {}
-    for name, d_out, loss, target in (("reward", K + 1, "mse", R_tr), ("standard", K + 1, "ce", ytr), ("oracle", K, "ce", ytr)):
-        torch.manual_seed(run_seed)
-        net = make(d_out).to(dev)
-        ocs.train_model(net, Xtr, target, loss, epochs=P["epochs"], batch_size=P["batch_size"], lr=P["lr"],
-                        generator=torch.Generator().manual_seed(run_seed))
-        nets[name] = net
-    members.append(nets)
+trained = {name: ocs.train_runs(lambda d_out=d_out: make(d_out), Xtr, target, loss, runs=P["members"], seed=seed,
+                                epochs=P["epochs"], batch_size=P["batch_size"], lr=P["lr"])
+           for name, d_out, loss, target in (("reward", K + 1, "mse", R_tr), ("standard", K + 1, "ce", ytr),
+                                             ("oracle", K, "ce", ytr))}
+members = [{name: nets[m] for name, nets in trained.items()} for m in range(P["members"])]
 
 kinds, sevs = tuple(P["kinds"]), tuple(P["severities"])
 methods = ("reward", "standard", "oracle")

@@ -16,14 +16,37 @@
 #
 # {cite:t}`kang2024extrapolate` present reversion to the OCS as a tendency, not a law. Their
 # App. A shows two counterexamples: adversarial inputs made by the fast gradient sign method
-# (FGSM, {cite:p}`goodfellow2015explaining`), which are more out-of-distribution than clean data
-# yet give predictions *farther* from the OCS with *larger* feature norms (Fig. 8), and impulse
-# (salt-and-pepper) noise on a face-age regressor, which moves predictions away from the OCS while
-# blur moves them towards it (Fig. 9). The reading guide's pilot added two more on 8x8 digits:
-# additive Gaussian noise that is not clipped to the pixel range, and large rotations. This page
-# measures all of them with the machinery of the previous chapters (the same OCS distance, OOD
-# score, networks and claims rule), and ends with guidance: when a reader can rely on reversion,
-# and when not.
+# (FGSM, {cite:p}`goodfellow2015explaining`) against an MNIST classifier, which are more
+# out-of-distribution than clean data yet give predictions *farther* from the OCS with *larger*
+# feature norms (Fig. 8), and impulse (salt-and-pepper) noise on a Gaussian-NLL age regressor
+# trained on face images (UTKFace), which moves its predictions away from the OCS while blur moves
+# them towards it (Fig. 9). The reading guide's pilot added two more on 8x8 digits: additive
+# Gaussian noise that is not clipped to the pixel range, and large rotations. This page measures
+# all of them with the distance to the OCS ({prf:ref}`ocs-def-distance`), the OOD score
+# ({prf:ref}`ocs-def-ood-score`), the networks and the claims rule of the previous chapters,
+# and ends with guidance: when a reader can rely on reversion, and when not.
+#
+# :::{admonition} What to take away
+# - Reversion fails here for the **reward models** (squared error on rewards, an unbounded
+#   output): iterated FGSM, unclipped Gaussian noise and large rotations all leave them farther
+#   from the OCS than on clean data, while blur at the same OOD score brings them closer.
+# - The **classifiers** (cross-entropy) are harder to push away: their KL to the label marginal
+#   falls under blur, impulse noise and unclipped noise; under FGSM it first *falls* (one small
+#   step) and then rises with the budget. That it ends above the clean value, the paper's Fig. 8,
+#   is not established at this scale.
+# - Impulse noise moves no network away from the OCS here. This does **not** reproduce Fig. 9,
+#   but it does not test it either: the paper's model is a Gaussian-NLL age regressor on faces,
+#   ours are digit classifiers and reward models.
+# - **The OOD score of this page uses fixed random ReLU features of the pixels, not the trained
+#   CNN of {doc}`02_reversion_with_shift`** (see the box in the set-up): it measures how far the
+#   pixels moved. At the same score blur reverts and FGSM does not, so the score alone does not
+#   tell a safe shift from an unsafe one.
+# - A growing output norm flagged every energy-adding shift that broke a reward model (noise,
+#   FGSM), but it is no complete test: under rotation the MLP reward model moved away with an
+#   output norm ratio near 1 (below 1 on seed 0).
+# - Two claims were weakened after seeing seed 0, before seeds 1 and 2 were run; both are named
+#   in "How the claims are checked".
+# :::
 
 # %% tags=["parameters"]
 profile = "ci"   # "ci": 8x8 digits on a CPU (about a minute); "full": MNIST (local files; GPU)
@@ -48,6 +71,7 @@ K_SE = 2.0  # claims about a mean over runs hold when they hold by K_SE standard
 # %%
 import matplotlib.pyplot as plt
 import numpy as np
+from matplotlib.ticker import FixedLocator, FormatStrFormatter, NullFormatter
 import torch
 from myst_nb import glue
 
@@ -85,9 +109,11 @@ K = 10
 #
 # - **Data and shifts.** The digits split (8x8 images in $[0,1]$), corrupted by four shifts at
 #   severities 0-5 (`implicit_bias.data.shift`): Gaussian blur (the benign reference of the
-#   previous chapters), impulse noise (a fraction up to 0.27 of the pixels set to 0 or 1: the
-#   paper's Fig. 9 amounts), additive Gaussian noise *not clipped* to $[0,1]$ (std up to 0.7)
-#   and rotation (up to 90 degrees); and by iterated FGSM with budgets $\epsilon$ of
+#   previous chapters; std up to {glue:text}`ocs6-par-blur:g` pixels), impulse noise (a fraction
+#   up to {glue:text}`ocs6-par-impulse:g` of the pixels set to 0 or 1: the paper's Fig. 9
+#   amounts), additive Gaussian noise *not clipped* to $[0,1]$ (std up to
+#   {glue:text}`ocs6-par-gaussian:g`) and rotation (up to {glue:text}`ocs6-par-rotation:g`
+#   degrees); and by iterated FGSM with budgets $\epsilon$ of
 #   {glue:text}`ocs6-eps` in {glue:text}`ocs6-steps` steps.
 # - **Networks and losses.** The two networks of {doc}`02_reversion_with_shift`: the small CNN
 #   (two $3\times3$ convolutions with 16 and 32 channels and max-pooling, a hidden layer of 64
@@ -102,13 +128,39 @@ K = 10
 #   layer $i$ (the input's own ratio first).
 # - **OOD score.** The score of {prf:ref}`ocs-def-ood-score` with the same probe
 #   (`implicit_bias.ocs.ood_score`, penalty $\alpha=10$, clean first half of the test set
-#   against the shifted second half). The *featuriser* differs from
-#   {doc}`02_reversion_with_shift`: that chapter's trained CNN features hardly register pixel
-#   noise (a network trained on digits is built to ignore it), and everything on this page is
-#   about noise-like shifts. Here the features are {glue:text}`ocs6-nfeat` fixed random ReLU
-#   features of the pixels (`implicit_bias.ocs.RandomReLUFeatures`), which see any change of the
-#   pixels and are the same for every network. The score therefore measures how far the *inputs*
-#   moved, not how unfamiliar they look to a trained network.
+#   against the shifted second half), but **another featuriser**, as the box below explains.
+#
+# :::{admonition} This page's OOD score uses random features, not chapter 02's trained CNN
+# :class: important
+# **What differs.** {doc}`02_reversion_with_shift` (as the paper, with an ImageNet ResNet-18)
+# scores a set by the features of a *trained* network: the hidden layer of a separately trained
+# CNN. Here the features are {glue:text}`ocs6-nfeat` *fixed random ReLU features of the pixels*
+# (`implicit_bias.ocs.RandomReLUFeatures`), the same for every network.
+#
+# **Why.** A network trained on digits is built to ignore pixel noise: chapter 02's probe hardly
+# registers its two noise shifts, and every suspect shift of this page is noise-like (impulse,
+# unclipped noise) or a small signed perturbation of every pixel (FGSM). Scored with chapter 02's
+# featuriser, the largest FGSM set against the CNN reward model scores
+# {glue:text}`ocs6-cnnprobe-fgsm-cnn-mse:.3f` and clean data {glue:text}`ocs6-cnnprobe-clean:.3f`
+# (0.5 means indistinguishable): the paper's premise "the adversarial set is more OOD" could not
+# even be checked, and matching a blur to that score would match noise. Random features see any
+# change of the pixels.
+#
+# **What it changes.** The score measures how far the *inputs* moved, not how unfamiliar they look
+# to a trained network, and its values are not comparable with chapter 02's. For the record this
+# page also scores some sets with chapter 02's featuriser (a CNN trained on the same split; table
+# under the FGSM section). For the strongest unclipped noise the two scores are
+# {glue:text}`ocs6-noise-score:.3f` (random features) and {glue:text}`ocs6-cnnprobe-gaussian:.3f`
+# (trained CNN); for the strongest blur {glue:text}`ocs6-blur-score-5:.3f` and
+# {glue:text}`ocs6-cnnprobe-blur:.3f`; for the CNN reward model's FGSM set at the largest budget
+# {glue:text}`ocs6-randprobe-fgsm-cnn-mse:.3f` and {glue:text}`ocs6-cnnprobe-fgsm-cnn-mse:.3f`,
+# against {glue:text}`ocs6-randprobe-mblur-cnn-mse:.3f` and
+# {glue:text}`ocs6-cnnprobe-mblur-cnn-mse:.3f` for the blur matched to it. So which blur counts
+# as "the same OOD score" as an attack, and how OOD the noise sets look, depend on this choice.
+# The claims below are therefore stated against the severity or budget of a shift, except two:
+# that the FGSM sets are more OOD than clean data *for this probe* (`fgsm-ood`), and the
+# comparisons with the blur matched by this probe (`blur-matched`, `blur-matched-norms`).
+# :::
 
 # %%
 def load_task():
@@ -163,12 +215,9 @@ LAYER_NAMES = {"cnn": ["input", "conv 1", "conv 2", "hidden", "output"],
 trained = {}
 for arch in ARCHS:
     for loss in LOSSES:
-        for run in range(P["runs"]):
-            torch.manual_seed(1000 * seed + run)
-            net = make_model(arch, D_OUT[loss]).to(dev)
-            ocs.train_model(net, Xtr, targets[loss], loss, epochs=P["epochs"], batch_size=P["batch_size"],
-                            lr=P["lr"], generator=torch.Generator().manual_seed(1000 * seed + run))
-            trained[arch, loss, run] = net
+        nets = ocs.train_runs(lambda: make_model(arch, D_OUT[loss]), Xtr, targets[loss], loss, runs=P["runs"],
+                              seed=seed, epochs=P["epochs"], batch_size=P["batch_size"], lr=P["lr"])
+        trained.update({(arch, loss, run): net for run, net in enumerate(nets)})
 for arch in ARCHS:
     acc = np.mean([float((ocs.predict(trained[arch, "ce", r], Xte).argmax(1) == yte).double().mean())
                    for r in range(P["runs"])])
@@ -177,6 +226,8 @@ glue("ocs6-runs", P["runs"], display=False)
 glue("ocs6-nfeat", P["n_features"], display=False)
 glue("ocs6-eps", ", ".join(f"{e:g}" for e in EPSILONS), display=False)
 glue("ocs6-steps", FGSM_STEPS, display=False)
+for kind in KINDS:  # the physical parameter of each shift at the top severity (implicit_bias.data)
+    glue(f"ocs6-par-{kind.split('_')[0]}", data.shift_parameter(kind, SEVERITIES[-1]), display=False)
 
 # %%
 features = ocs.RandomReLUFeatures(size * size, P["n_features"], seed=10_000 + seed)
@@ -249,6 +300,7 @@ def matched_blur(score: float) -> float:
 
 
 adv_dist, adv_ood, adv_norms, one_step_dist = {}, {}, {}, {}
+adv_set0, blur_set = {}, {}  # run 0's adversarial set and the matched blurred set at the largest budget
 blur_sev, blur_ood, blur_dist, blur_norms = {}, {}, {}, {}
 for arch in ARCHS:
     for loss in LOSSES:
@@ -261,12 +313,15 @@ for arch in ARCHS:
                 X_adv = attacks.fgsm(net, Xte, targets_test[loss], eps, loss, steps=FGSM_STEPS)
                 d[r, e], nr[r, e] = measure(net, loss, X_adv)
                 o[r, e] = ood(X_adv)
+                if r == 0 and e == len(EPSILONS) - 1:
+                    adv_set0[arch, loss] = X_adv
                 d1[r, e] = measure(net, loss, attacks.fgsm(net, Xte, targets_test[loss], eps, loss, steps=1))[0]
         adv_dist[arch, loss], adv_ood[arch, loss], adv_norms[arch, loss], one_step_dist[arch, loss] = d, o, nr, d1
         # the blur matched to each budget's mean OOD score
         sevs = [matched_blur(s) for s in o.mean(0)]
         X_blur = [data.shift(Xte.cpu(), "blur", s).to(dev) for s in sevs]
         blur_sev[arch, loss] = np.array(sevs)
+        blur_set[arch, loss] = X_blur[-1]
         blur_ood[arch, loss] = np.array([ood(X) for X in X_blur])
         bd, bn = np.zeros((P["runs"], len(EPSILONS))), np.zeros((P["runs"], len(EPSILONS), n_layers))
         for r in range(P["runs"]):
@@ -283,6 +338,52 @@ for arch in ARCHS:
                   f"{adv_dist[arch, loss][:, e].mean():8.3f} (one step {one_step_dist[arch, loss][:, e].mean():8.3f})"
                   f" | blur sev {blur_sev[arch, loss][e]:.2f} score {blur_ood[arch, loss][e]:.3f} distance "
                   f"{blur_dist[arch, loss][:, e].mean():8.3f}")
+
+# %% [markdown]
+# **The featuriser of chapter 02, for comparison.** The same sets scored with the hidden layer of
+# a CNN trained with cross-entropy on the same split (its own seed), the featuriser of
+# {doc}`02_reversion_with_shift`. Only reported: no claim rests on these numbers.
+
+# %%
+torch.manual_seed(10_000 + seed)
+probe_net = make_model("cnn", K).to(dev)
+ocs.train_model(probe_net, Xtr, ytr, "ce", epochs=P["epochs"], batch_size=P["batch_size"], lr=P["lr"],
+                generator=torch.Generator().manual_seed(10_000 + seed))
+
+
+@torch.no_grad()
+def cnn_features(X: torch.Tensor) -> torch.Tensor:
+    """Hidden-layer features of the trained probe CNN (chapter 02's OOD featuriser)."""
+    return torch.cat([probe_net.features(X[i:i + 2048])[-2] for i in range(0, len(X), 2048)]).cpu()
+
+
+F_ref_cnn = cnn_features(Xte[:half])
+
+
+def ood_cnn(X: torch.Tensor) -> float:
+    """OOD score of the evaluation half of ``X`` with chapter 02's featuriser."""
+    return ocs.ood_score(cnn_features(X[half:]), F_ref_cnn, repeats=P["ood_repeats"],
+                         generator=torch.Generator().manual_seed(seed))
+
+
+probe_rows = [("clean", Xte)] + [(f"{kind}, severity 5", shifted[kind, SEVERITIES[-1]]) for kind in KINDS]
+for arch in ARCHS:
+    for loss in LOSSES:
+        probe_rows += [(f"FGSM eps {EPSILONS[-1]:g}, {arch.upper()} {loss}", adv_set0[arch, loss]),
+                       (f"  blur matched to it (sev {blur_sev[arch, loss][-1]:.2f})", blur_set[arch, loss])]
+probe_scores = [(name, ood(X), ood_cnn(X)) for name, X in probe_rows]
+print("OOD score of each set with the two featurisers (FGSM: the attack on run 0)")
+print(f"{'evaluation set':<34}{'random features':>17}{'trained CNN':>13}")
+for name, r_, c_ in probe_scores:
+    print(f"{name:<34}{r_:>17.3f}{c_:>13.3f}")
+glue("ocs6-cnnprobe-clean", probe_scores[0][2], display=False)
+for i, kind in enumerate(KINDS):
+    glue(f"ocs6-cnnprobe-{kind.split('_')[0]}", probe_scores[1 + i][2], display=False)
+for j, (arch, loss) in enumerate((a_, l_) for a_ in ARCHS for l_ in LOSSES):
+    i = 1 + len(KINDS) + 2 * j  # the FGSM row of this configuration, then its matched blur
+    for tag, row in (("fgsm", probe_scores[i]), ("mblur", probe_scores[i + 1])):
+        glue(f"ocs6-randprobe-{tag}-{arch}-{loss}", row[1], display=False)
+        glue(f"ocs6-cnnprobe-{tag}-{arch}-{loss}", row[2], display=False)
 
 # %% [markdown]
 # **What the attack does.** On the reward models the paper's counterexample appears in full:
@@ -328,8 +429,9 @@ for i, arch in enumerate(ARCHS):
         ax.plot([clean_score], [d[:, 0, 0].mean()], marker="*", ms=12, color="red", ls="none")
         if loss == "mse":
             ax.set_yscale("log")
-        ax.set(xlabel="OOD score", ylabel="distance to OCS", title=f"{arch.upper()}, {LOSS_NAMES[loss]}")
-axes[0].legend(fontsize=7)
+        ax.set(xlabel="OOD score (random features)", title=f"{arch.upper()}, {LOSS_NAMES[loss]}",
+               ylabel="KL(prediction || label marginal)" if loss == "ce" else "squared distance to OCS")
+axes[0].legend(fontsize=7, loc="lower left")
 glue("fig-ocs6-distance", fig, display=False)
 plt.close(fig)
 
@@ -348,7 +450,8 @@ for arch in ARCHS:
 # $\epsilon=0$ and the three budgets), for the CNN (top) and the MLP (bottom), trained with
 # cross-entropy (left: mean KL to the label marginal) or squared error on rewards (right: mean
 # squared distance to the mean rewards, log scale). Error bars: standard deviation over the
-# independently trained networks; red star: clean test data. The x-value of an FGSM point is the
+# independently trained networks (the claims use the standard error, which is smaller by a
+# factor $\sqrt{R}$ for $R$ networks); red star: clean test data. The x-value of an FGSM point is the
 # mean score over networks (each network is attacked with its own gradient).
 # ```
 
@@ -356,7 +459,7 @@ for arch in ARCHS:
 # ## Feature norms, layer by layer
 
 # %%
-fig, axes = plotting.subplots(2, 2, height=5.6, sharey="row")
+fig, axes = plotting.subplots(2, 2, height=6.6, sharey="row")
 for i, arch in enumerate(ARCHS):
     names = LAYER_NAMES[arch]
     for j, loss in enumerate(LOSSES):
@@ -371,10 +474,13 @@ for i, arch in enumerate(ARCHS):
                     color=plotting.color(a), alpha=0.8, label=f"{KIND_LABELS[kind]}, severity 5")
         ax.axhline(1.0, color="gray", lw=0.8)
         ax.set_yscale("log")
+        ax.yaxis.set_major_locator(FixedLocator([0.1, 0.2, 0.3, 0.5, 1.0, 2.0, 3.0]))
+        ax.yaxis.set_major_formatter(FormatStrFormatter("%g"))
+        ax.yaxis.set_minor_formatter(NullFormatter())
         ax.set(xticks=range(len(names)), title=f"{arch.upper()}, {LOSS_NAMES[loss]}")
         ax.set_xticklabels(names, rotation=30)
-    axes[2 * i].set_ylabel(r"$E_{OOD}\|W_i\phi_i\|^2 / E_{ID}\|W_i\phi_i\|^2$")
-axes[1].legend(fontsize=6)
+    axes[2 * i].set_ylabel(r"norm ratio OOD / clean (log)")
+fig.legend(*axes[0].get_legend_handles_labels(), loc="outside lower center", ncols=3, fontsize=7)
 glue("fig-ocs6-norms", fig, display=False)
 plt.close(fig)
 
@@ -392,7 +498,7 @@ for arch in ARCHS:
 # :name: fig-ocs6-norms
 # Feature-norm ratio $\mathbb E_{\rm OOD}\|W_i\phi_i(x)\|^2/\mathbb E_{\rm ID}\|W_i\phi_i(x)\|^2$
 # at each weight layer (the input's squared-norm ratio on the left, the output without its bias
-# on the right), averaged over networks, log scale. Red: iterated FGSM at the three budgets; blue
+# on the right), averaged over networks, log scale; no error bars (the spread enters the claims). Red: iterated FGSM at the three budgets; blue
 # dashed: blur at the OOD score of the largest budget; thin lines: each shift at severity 5.
 # Above the grey line the representations are *larger* than on clean data (the paper's Fig. 8,
 # right); below it they shrink, the mechanism of {doc}`03_mechanism`.
@@ -469,12 +575,18 @@ glue("ocs6-rotation-score", float(ood_shift[rot, -1]), display=False)
 # - **mixed**: neither (for example a U shape, or an effect smaller than the spread).
 #
 # The claims were written from the paper's App. A and the reading guide's pilot, then run on
-# seed 0 (after a scratch run of two networks). Two first versions failed on seed 0 and were
-# replaced by the weaker statements that hold, before seeds 1 and 2 were run: "the CE
-# adversarial set is farther from the OCS than the matched blur" (the lower bound was just below
-# zero for the CNN) became the trend from the smallest to the largest budget, and "impulse noise
-# reverts for all four networks" (the MLP reward model was *mixed*) became "never moves away, and
-# reverts for both classifiers". Seed 3 was run once, after these rules were fixed.
+# seed 0 (after a scratch run of two networks). **Two claims were changed after seeing seed 0.**
+# Their first versions failed on seed 0 and were replaced by weaker statements that held there,
+# before seeds 1 and 2 were run; no threshold or margin was changed, and seeds 1 and 2 are the
+# only out-of-sample test of the new versions:
+# 1. `fgsm-ce-trend` was "for the classifiers, the adversarial set at the largest budget is
+#    farther from the OCS than the matched blur" (its $\bar t-2\,\mathrm{SE}$ was just below zero
+#    for the CNN). It became: the KL *grows from the smallest to the largest budget*.
+# 2. `impulse-never-away` and `impulse-ce-reverts` were one claim, "impulse noise reverts for all
+#    four networks" (the MLP reward model was *mixed*). They became: impulse noise *never moves a
+#    network away*, and *reverts for both classifiers*.
+#
+# Seed 3 was run once, after these rules were fixed.
 #
 # **What holds on this scale** (8x8 digits, small networks):
 # - *Adversarial inputs* are more OOD than clean data and give larger feature norms at every
@@ -492,8 +604,8 @@ glue("ocs6-rotation-score", float(ood_shift[rot, -1]), display=False)
 #   network is piecewise linear, so its outputs grow with the norm of the input unless something
 #   squashes them. The classifiers' output norms grow too, but the softmax squashes them, and the
 #   KL to the marginal falls as the confidence drops.
-# - *Impulse noise* does **not** reproduce the paper's UTKFace counterexample here: it reverts for
-#   both classifiers (CNN: {glue:text}`ocs6-cnn-ce-clean:.3f` to
+# - *Impulse noise* does **not** behave like the paper's UTKFace counterexample here (a different
+#   task and loss: digits, not a Gaussian-NLL age regressor): it reverts for both classifiers (CNN: {glue:text}`ocs6-cnn-ce-clean:.3f` to
 #   {glue:text}`ocs6-cnn-ce-impulse-5:.3f`) and never moves away. It is also a mild shift for
 #   the probe (score {glue:text}`ocs6-impulse-score:.3f` at the strongest amount, against
 #   {glue:text}`ocs6-blur-score-5:.3f` for the strongest blur).
@@ -554,7 +666,7 @@ ledger.above("rotation-mse-away", "pilot", f"rewards, rotation: distance sev 5 m
 gn = A["gaussian_noise"]
 ledger.above("noise-mse-norms", "Fig. 4", f"rewards, unclipped noise sev 5: log output norm ratio, worse arch ({LO})",
              "norms grow where reversion fails",
-             min(lb(np.log(norms[a, "mse"][:, gn, -1, last[a]])) for a in ARCHS), 0.0, fmt=".2f")
+             min(lb(np.log(norms[a, "mse"][:, gn, -1, last[a]])) for a in ARCHS), 0.0, fmt=".2f");
 
 # %% [markdown]
 # ## Guidance: when to rely on reversion
@@ -575,22 +687,36 @@ ledger.above("noise-mse-norms", "Fig. 4", f"rewards, unclipped noise sev 5: log 
 #    perturbations, and to a lesser degree large rotations) can move predictions *away* from the
 #    OCS, and do so for the reward models here: {glue:text}`ocs6-mlp-mse-adv:.0f` for the MLP
 #    under FGSM and {glue:text}`ocs6-mlp-mse-gaussian-5:.0f` under unclipped noise, against
-#    {glue:text}`ocs6-mlp-mse-clean:.1f` on clean data. The feature-norm ratio is a usable warning
-#    sign: where it *grows* through the layers (above 1 at the output), do not expect reversion.
+#    {glue:text}`ocs6-mlp-mse-clean:.1f` on clean data. A feature-norm ratio *above 1 at the
+#    output* is a warning sign, but a one-sided one. It flagged both energy-adding shifts that
+#    broke the reward models (output ratio {glue:text}`ocs6-mlp-mse-adv-out:.2f` under FGSM and
+#    {glue:text}`ocs6-mlp-mse-gaussian-out:.2f` under unclipped noise, MLP), yet the MLP reward
+#    model also moved away under rotation with an output ratio of only
+#    {glue:text}`ocs6-mlp-mse-rotation-out:.2f` (below 1 on seed 0, slightly above 1 on seeds 1
+#    and 2). And the classifiers' output norms grow under
+#    unclipped noise (ratio {glue:text}`ocs6-cnn-ce-gaussian-out:.2f`, CNN) while their KL still
+#    falls. So a growing norm says "do not rely on reversion"; a shrinking one does not
+#    guarantee it. Only the reward models' growth under unclipped noise is a claim
+#    (`noise-mse-norms`); the other ratios are reported.
 # 3. *The loss matters.* A bounded distance (the KL of a softmax to the label marginal) can fall
 #    simply because predictions become less confident, as under unclipped noise or one FGSM step.
 #    An unbounded regression output has no such brake. Before relying on "OOD means OCS" for a
 #    regressor, make sure its inputs cannot grow in norm (clip or normalise them).
-# 4. *The OOD score does not sort shifts into safe and unsafe.* At the same score, blur reverts
-#    and FGSM does not; the strongest unclipped noise (score {glue:text}`ocs6-noise-score:.3f`)
+# 4. *The OOD score does not sort shifts into safe and unsafe.* At the same score, blur brings the
+#    reward models closer to the OCS and FGSM takes them far away; the strongest unclipped noise (score {glue:text}`ocs6-noise-score:.3f`)
 #    is less OOD for the probe than the strongest blur ({glue:text}`ocs6-blur-score-5:.3f`), yet
 #    it is the one that breaks the reward models. The score measures how far the inputs moved,
 #    not in which direction the network will extrapolate.
 #
-# These conclusions come from 8x8 digits and small networks. The paper's UTKFace counterexample
-# (impulse noise moving a VGG-style age regressor away from the OCS) did not reproduce at this
-# scale, so which corruptions fail depends on the task and the network, not only on the kind of
-# corruption. The errata page of this part lists the differences with the paper.
+# These conclusions come from 8x8 digits and small networks, and the OOD scores from the random
+# featuriser of the box above. The paper's UTKFace counterexample (impulse noise moving a
+# Gaussian-NLL age regressor away from the OCS) was not tested as such: no Gaussian-NLL model and
+# no regression task were run here, and on digits impulse noise moved no network away. Which
+# corruptions fail depends on the task and the network, not only on the kind of corruption. The
+# theory of {doc}`04_theory` explains why OOD features can shrink, not when they grow; it gives
+# no test for the cases above. The definitions used throughout are in
+# {doc}`01_optimal_constant_solution`; the errata page of this part ({doc}`/book/errata`) lists
+# the differences with the paper.
 
 # %% [markdown]
 # ## Claims
