@@ -21,7 +21,27 @@
 # This page draws them from simulation instead: each initial pair of neuron directions is one
 # run of a batch, and the outcome (converged or stuck, and the stable rank reached) becomes a
 # map over the torus of initial angles, with the theory's region boundaries on top. The
-# setting and notation are those of the previous page, *Two points, two neurons*.
+# setting and notation are those of the previous page, {doc}`01_two_points_two_neurons`: a
+# 2-2-2 ReLU network $V\sigma(W\mathbf x)$, square loss on two unit inputs at angle $\theta$,
+# rows $\mathbf w_i^\top$ of $W$ (shape (out, in) as on the notation page), stable rank
+# $\mathrm{srank}$ ({prf:ref}`def-stable-rank`).
+#
+# :::{admonition} What this page shows
+# - Lemma 13's guarantee (a start with one neuron in each of $\mathcal S_1,\mathcal S_2$ and
+#   $\mathbf v(0)=\mathbf 0$ converges and stays split) and Lemma 5's (a start with a dead neuron
+#   never converges) hold on every pixel of the map away from the region boundaries.
+# - Most of the torus is covered by no theorem. There the runs still converge in most cases
+#   when a neuron starts in $\mathcal S$ (active on both inputs), and never when both neurons start
+#   in the same $\mathcal S_i$.
+# - On split starts the stable rank reached equals the closed form of the previous page; where a
+#   neuron starts in $\mathcal S$ it varies continuously with that neuron's initial direction.
+# - Every neuron of a run that ends split lands in the final region $\mathcal F_i$ of the proof of
+#   Lemma 6 (the paper's Figure 3, here drawn from simulation).
+#
+# **Take away:** the paper's proofs describe exactly the part of the initialisations they
+# cover; the rest of the map, where the lowest stable ranks of the previous page come from, is
+# open. The depth results of the paper are on {doc}`03_depth_helps`.
+# :::
 
 # %% tags=["parameters"]
 profile = "ci"   # "ci": CPU, under a minute; "full": finer grids and smaller steps (GPU)
@@ -74,7 +94,8 @@ DEG = 180 / math.pi
 # Let $\mathcal T_i=\mathcal S_i\cap\bar B(\|\mathbf w_i(0)\|)$ and let $\mathcal U_i=\{\mathbf
 # w:\mathbf w^\top\mathbf x_{3-i}=0,\ \mathbf w^\top\mathbf x_i>0\}$ be the ray that
 # $\mathcal S_i$ shares with $\mathcal S$. Then $\mathcal A_i=\{\mathbf e+\lambda\mathbf x_i:
-# \mathbf e\in\mathcal T_i\cup\mathcal U_i,\ \lambda\ge0\}$ (the wedge between $\mathcal U_i$
+# \mathbf e\in\mathcal T_i\cup\mathcal U_i,\ \lambda\ge0\}$ (the paper writes
+# $\mathcal U_i=\partial\mathcal S_i\setminus\mathcal D$; it is the wedge between $\mathcal U_i$
 # and $\mathbf x_i$, of width $\theta-\pi/2$, plus a half-strip of half-width
 # $\|\mathbf w_i(0)\|$ along $\mathbf x_i$), and $\mathcal F_i=\mathcal A_i\setminus
 # B\big(\sqrt{1-|\epsilon_0^{(i)}|}\big)$ with $\epsilon_0^{(i)}=\|\mathbf w_i(0)\|^2-\|\mathbf
@@ -111,7 +132,9 @@ for name, (X, Y) in DATA.items():
 # %% [markdown]
 # ## The map from initial directions to outcomes
 #
-# Lemma 13 says that runs starting in $\operatorname{int}\mathcal S_1\times\operatorname{int}
+# Lemma 13 (under Assumptions 1-2, $\mathbf v(0)=\mathbf 0$ and $\mathbf w_i(0)\in\operatorname{int}
+# \mathcal S_i$, GF converges to zero loss with $\mathbf w_i(\infty)\in\operatorname{int}\mathcal
+# S_i$) says that runs starting in $\operatorname{int}\mathcal S_1\times\operatorname{int}
 # \mathcal S_2$ (or swapped) converge to zero loss and stay split; Lemma 5 says that runs with a
 # neuron starting in $\mathcal D$ never converge. Both are rectangles on the torus of initial
 # angles, whose sides are the region boundaries of Definition 1 of the paper. The theory says
@@ -174,7 +197,7 @@ for ax, (name, M) in zip(axes, maps.items()):
         ax.axhline(b, color="w", lw=0.8, ls="--")
     ax.set_xlabel(r"initial angle $\varphi_1$ of $w_1$ (deg)")
     ax.set_ylabel(r"initial angle $\varphi_2$ of $w_2$ (deg)")
-    ax.set_title(f"theta = {M['theta'] * DEG:.1f} deg")
+    ax.set_title(rf"$\theta$ = {M['theta'] * DEG:.1f}$^\circ$")
     ax.set_xticks([0, 90, 180, 270, 360])
     ax.set_yticks([0, 90, 180, 270, 360])
     ax.grid(False)
@@ -189,10 +212,14 @@ plt.close(fig)
 # Outcome of gradient descent (loss below $10^{-4}$ or not) as a function of the initial
 # directions of the two first-layer neurons ($\mathbf v(0)=0$, small $\|\mathbf w_i(0)\|$),
 # one run per pixel. Dashed lines: the boundaries of the cones $\mathcal D,\mathcal S,\mathcal
-# S_1,\mathcal S_2$ of each neuron; they cut the torus into rectangles. Lemma 13 predicts the
-# blue rectangles (one neuron in $\mathcal S_1$, the other in $\mathcal S_2$) and Lemma 5 the
-# grey strips (a neuron in $\mathcal D$); the yellow and orange parts are not covered by any
-# theorem.
+# S_1,\mathcal S_2$ of each neuron; they cut the torus into rectangles. Lemma 13 predicts that
+# the rectangles where one neuron starts in $\mathcal S_1$ and the other in $\mathcal S_2$ are
+# blue, and Lemma 5 that the strips where a neuron starts in $\mathcal D$ are grey; blue outside
+# those rectangles, yellow and orange are outcomes no theorem predicts. In the right panel the
+# thin diagonal lines are symmetric starts: on $\varphi_1=\varphi_2$ the two neurons are identical
+# and stay identical, so zero loss is impossible; on the anti-diagonal the start is mirror
+# symmetric (the reflection that swaps $\mathbf x_1,\mathbf x_2$ also swaps
+# $\mathbf y_1=\mathbf e_1,\mathbf y_2=\mathbf e_2$), and those runs end split.
 # ```
 #
 # The success fraction is {glue:text}`rank2-120-success` at $\theta=120^\circ$ and
@@ -236,7 +263,7 @@ for ax, (name, M) in zip(axes, maps.items()):
         ax.axhline(b, color="w", lw=0.8, ls="--")
     ax.set_xlabel(r"$\varphi_1$ (deg)")
     ax.set_ylabel(r"$\varphi_2$ (deg)")
-    ax.set_title(f"theta = {M['theta'] * DEG:.1f} deg")
+    ax.set_title(rf"$\theta$ = {M['theta'] * DEG:.1f}$^\circ$")
     ax.set_xticks([0, 90, 180, 270, 360])
     ax.set_yticks([0, 90, 180, 270, 360])
     ax.grid(False)
@@ -249,8 +276,9 @@ plt.close(fig)
 # :name: fig-rank2-srank
 # Stable rank of the first layer at convergence over the same torus (white: not converged).
 # On the split rectangles it is nearly constant, at $2/(1+|\cos\theta|)$ up to the small
-# initialisation; where a neuron starts in $\mathcal S$ it varies with that neuron's initial
-# direction.
+# initialisation ($4/3$ for $\theta=120^\circ$, 1.98 for the paper's dataset); where a neuron
+# starts in $\mathcal S$ it varies with that neuron's initial direction, over most of the colour range.
+# Dashed lines: the region boundaries, as in the previous figure.
 # ```
 #
 # ## Where the neurons end: the regions $\mathcal A_i$ and $\mathcal F_i$
@@ -289,7 +317,7 @@ ang = {k: v for k, v in zip(("x1", "x2"), (math.atan2(X[1, 0], X[0, 0]) * DEG, m
 Rmax = 1.6
 regions = {"S1": (ang["x1"] - 90, ang["x2"] - 90), "S": (ang["x2"] - 90, ang["x1"] + 90),
            "S2": (ang["x1"] + 90, ang["x2"] + 90), "D": (ang["x2"] + 90, ang["x1"] + 270)}
-shade = {"S1": plotting.color(5), "S2": plotting.color(3), "S": plotting.color(4), "D": "0.8"}
+shade = {"S1": plotting.color(5), "S2": plotting.color(3), "S": "white", "D": "0.8"}   # S unshaded: A_i is orange
 for key, (a, b) in regions.items():
     ax.add_patch(Wedge((0, 0), Rmax, a, b, color=shade[key], alpha=0.18, lw=0))
     mid = (a + b) / 2 / DEG
@@ -331,12 +359,34 @@ plt.close(fig)
 # ```{glue:figure} rank2-fig-plane
 # :name: fig-rank2-plane
 # The paper's Figures 2 and 3 drawn from the $\theta=120^\circ$ runs: the cones of
-# Definition 1, the reachable regions $\mathcal A_i$ (orange and green) and the
-# final regions $\mathcal F_i$ (green), trajectories of the two neurons of some runs (black)
-# and the end points of both neurons of every converged run (red). Split runs end on the green
+# Definition 1 (labelled; $\mathcal S_1$, $\mathcal S_2$, $\mathcal D$ lightly shaded, $\mathcal S$
+# unshaded; $\mathbf x_1,\mathbf x_2$ as blue arrows), the
+# reachable regions $\mathcal A_i$ (light orange and green together) and the final regions
+# $\mathcal F_i$ (green: the part of $\mathcal A_i$ outside the disc of radius
+# $\sqrt{1-|\epsilon_0^{(i)}|}$), trajectories of the two neurons of some runs (black) and the end
+# points of both neurons of every converged run (dark orange). Split runs end on the green
 # regions. Neurons that end in $\mathcal S$ (runs not covered by Lemma 6) end elsewhere in that
-# cone.
+# cone, on the arc at the top.
 # ```
+#
+# ## Conclusion
+#
+# Where the paper's lemmas apply, the simulation agrees with them pixel by pixel: split starts
+# converge and stay split (Lemma 13), dead starts never converge (Lemma 5), split runs end in
+# $\mathcal F_1\cup\mathcal F_2$ (Lemma 6) at the closed-form stable rank. The success fraction
+# lies between the guaranteed area $2(\theta/2\pi)^2$ and the no-dead area
+# $((\pi+\theta)/2\pi)^2$. Since starts with a dead neuron and starts with both neurons in the same
+# $\mathcal S_i$ never converge, the whole excess over the guaranteed area comes from starts with
+# a neuron in $\mathcal S$, which no theorem covers and which produce the widest range of stable
+# ranks.
+#
+# **How the tolerances are set.** Statements the lemmas make for every run are tested with
+# tolerance 0 on all pixels more than one grid cell away from a region boundary (a pixel that
+# straddles a boundary has no definite starting region). The same rule is applied to the
+# observation that both neurons in the same $\mathcal S_i$ never converge. The closed form is
+# compared at $10^{-3}$ on the stable rank, which allows for the initialisation radius and the
+# step; membership in $\mathcal F_i$ allows $10^{-2}$ for the step (the boundaries of
+# $\mathcal F_i$ are exact only under GF).
 #
 # ## Claims
 

@@ -16,13 +16,44 @@
 #
 # The positive half of {cite:t}`timor2023implicit`: if a dataset can be fitted by a depth-$k$
 # ReLU network with bounded layer norms, then every *minimum-norm* fit of much larger depth
-# $k'$ has weight matrices whose average ratio $\|W\|_2/\|W\|_F$ is close to its maximum. For
-# the square loss (Theorem 4) the bound tends to 1, i.e. stable rank 1; for max-margin
-# classification (Theorem 5) it tends only to $1/\sqrt2$, i.e. stable rank about 2. This page
-# checks the two constructions behind the proofs exactly, then trains depth sweeps with weight
-# decay (the explicit regulariser that favours small norms) for a square-loss regression and a
-# logistic-loss classification, measures the ratio of every layer, and compares with the
-# theorems' bounds as functions of depth.
+# $k'$ has weight matrices whose average ratio $\rho(W)=\|W\|_2/\|W\|_F$
+# ({prf:ref}`def-spectral-frobenius-ratio`) is close to its maximum 1. For the square loss
+# (Theorem 4) the bound tends to 1, i.e. stable rank ({prf:ref}`def-stable-rank`)
+# $\mathrm{srank}=\rho^{-2}$ tending to 1; for max-margin classification (Theorem 5) it tends only
+# to $1/\sqrt2$, i.e. stable rank about 2. The previous pages ({doc}`01_two_points_two_neurons`,
+# {doc}`02_where_gradient_flow_goes`) showed that a shallow network trained by gradient flow is
+# no rank minimiser; this page turns to depth. It checks the two constructions behind the
+# proofs exactly, then trains depth sweeps for a square-loss regression and a logistic-loss
+# classification, measures the ratio of every layer, and compares with the theorems' bounds as
+# functions of depth.
+#
+# :::{important}
+# **The experiments are a proxy.** The theorems are about *global minimisers* of the
+# parameter norm under a fitting (Theorem 4) or margin (Theorem 5) constraint, which no
+# algorithm can compute or certify. We train with gradient descent and *weight decay*, which
+# favours small norms, and treat the networks it reaches as stand-ins for those minimisers.
+# They are stationary points of a penalised objective, not certified minimisers, so the
+# theorems' bounds are not guaranteed for them: the comparisons below are consistency checks,
+# not tests of the theorems. With the square loss they also fit the targets only approximately,
+# while Theorem 4's minimisers interpolate exactly. Nor is weight decay the unregularised
+# gradient flow of Lemma 1.
+# :::
+#
+# :::{admonition} What this page shows
+# - The constructions of the proofs (Appendices D-E) are verified to rounding error: the
+#   deep extensions compute the same function with the stated norms, and the AM-GM step gives
+#   the bounds.
+# - Weight-decay solutions are balanced across layers, as the minimisers are, and their mean
+#   ratio lies above the theorems' bounds at every depth tested.
+# - The two limits differ as the theorems suggest: with the square loss and nonnegative targets
+#   the hidden layers are nearly rank 1; with the logistic loss their stable rank is near 2, and
+#   the mean ratio *decreases* with depth, towards $1/\sqrt2$ from above.
+#
+# **Take away:** "depth helps" is a statement about bounds for minimum-norm solutions. For
+# classification the limit it gives is stable rank about 2, not 1, and our proxies behave that
+# way; the depths we train (at most {glue:text}`rank3-deep` here) are far from the regime where
+# the bounds become tight.
+# :::
 
 # %% tags=["parameters"]
 profile = "ci"   # "ci": CPU, about a minute; "full": more depths, wider nets, longer training (GPU)
@@ -61,7 +92,9 @@ D = torch.float64
 #
 # Networks are bias-free, fully connected, with ReLU after every layer but the last and a
 # scalar output: $N_{\boldsymbol\theta}(\mathbf x)=W_{k'}\sigma(W_{k'-1}\cdots\sigma(W_1\mathbf
-# x))$, $\|\boldsymbol\theta\|^2=\sum_l\|W_l\|_F^2$.
+# x))$ with $W_l\in\mathbb R^{d_l\times d_{l-1}}$ (shape (out, in), as on the notation page),
+# $\|\boldsymbol\theta\|^2=\sum_l\|W_l\|_F^2$. The width is $\max_l d_l$ over hidden layers, the
+# depth the number of weight matrices.
 #
 # ```{prf:theorem} Theorem 4 (square loss)
 # :label: rank-thm4
@@ -72,6 +105,8 @@ D = torch.float64
 # minimiser of $\|\boldsymbol\theta\|$ subject to $N_{\boldsymbol\theta}(\mathbf x_i)=y_i$ for all
 # $i$, over networks of width $m'\ge m$ and depth $k'>k$. Then
 # $$\frac1{k'}\sum_{l=1}^{k'}\frac{\|W_l^*\|_2}{\|W_l^*\|_F}\ \ge\ \Big(\frac1B\Big)^{k/k'}.$$
+# Equivalently, the harmonic mean of $\|W_l^*\|_F/\|W_l^*\|_2=\mathrm{srank}(W_l^*)^{1/2}$ is at
+# most $B^{k/k'}$.
 # ```
 #
 # ```{prf:theorem} Theorem 5 (max-margin classification)
@@ -84,15 +119,20 @@ D = torch.float64
 # width $m'\ge m$ and depth $k'>k$. Then
 # $$\frac1{k'}\sum_{l=1}^{k'}\frac{\|W_l^*\|_2}{\|W_l^*\|_F}\ \ge\
 # \frac1{\sqrt2}\Big(\frac{\sqrt2}{B}\Big)^{k/k'}\sqrt{\frac{k'}{k'+1}}\ \xrightarrow[k'\to\infty]{}\ \frac1{\sqrt2}.$$
+# Equivalently, the harmonic mean of $\mathrm{srank}(W_l^*)^{1/2}$ is at most
+# $\sqrt2\,(B/\sqrt2)^{k/k'}\sqrt{(k'+1)/k'}$, which tends to $\sqrt2$.
 # ```
 #
 # ```{prf:lemma} Lemma 1 (after Lyu & Li; Ji & Telgarsky)
 # :label: rank-lem1
 # :nonumber:
-# For a homogeneous ReLU network trained by gradient flow on the exponential or logistic loss,
-# if the loss tends to 0 then $\boldsymbol\theta(t)/\|\boldsymbol\theta(t)\|$ converges to the
-# direction of a KKT point of the max-margin problem of Theorem 5
-# ({cite:t}`lyu2020gradient`, {cite:t}`ji2020directional`).
+# For a homogeneous ReLU network trained by gradient flow on the average exponential or
+# logistic loss over a binary classification dataset, if the loss tends to 0 then
+# $\boldsymbol\theta(t)/\|\boldsymbol\theta(t)\|$ converges to the direction of a first-order
+# stationary (KKT) point of $\min\frac12\|\boldsymbol\theta\|^2$ s.t. $y_iN_{\boldsymbol\theta}
+# (\mathbf x_i)\ge1$ for all $i$, the problem of Theorem 5 ({cite:t}`lyu2020gradient`,
+# {cite:t}`ji2020directional`). A KKT point need not be a global minimiser, so Theorem 5 does not
+# apply to it; the paper says the combination only "suggests" a low-rank bias.
 # ```
 #
 # ```{prf:proof}
@@ -167,7 +207,7 @@ ledger.holds("certificate", "Apps. D-E", "mean ratio >= AM-GM certificate >= the
 # ## Depth sweeps
 #
 # The global minimisers of the theorems cannot be computed. Two proxies, trained with
-# full-batch gradient descent and weight decay $\lambda$ (which makes the penalised objective's
+# full-batch gradient descent and weight decay $\lambda=$ {glue:text}`rank3-lam` (which makes the penalised objective's
 # stationary points balanced, like the minimisers: Lemmas 14-15 hold for them by the same
 # rescaling argument):
 #
@@ -184,6 +224,13 @@ ledger.holds("certificate", "Apps. D-E", "mean ratio >= AM-GM certificate >= the
 # depth $k'\ge3$ the origin is a local minimum of the penalised objective (the loss moves only
 # at order $\|\boldsymbol\theta\|^{k'-1}$ there), and a net that has not fitted the data before
 # the penalty acts can collapse into it.
+#
+# **Choices made after pilot runs.** Three design choices were fixed after pilot runs of this
+# page, not in advance: the warm start just described, the data margin of 0.1 below, and
+# leaving out of the logistic statistics the networks that do not separate the training data
+# (see below). Each of them removes runs that are poor proxies for the theorems' minimisers
+# (collapsed to 0, no margin, not a classifier), but together they also select the runs we
+# report on.
 #
 # Inputs are {glue:text}`rank3-n` points on the unit sphere of $\mathbb R^{d}$, $d=$
 # {glue:text}`rank3-d`, at distance at least 0.1 from the teacher's hyperplane (so the classes
@@ -254,7 +301,9 @@ for arm, (loss, y) in arms.items():
 # y_i\ge1$: the reference over-fits slightly, which only makes $B$ larger and the bound weaker;
 # exact interpolation is not needed by the proof's AM-GM step), and for (b) so that the
 # smallest margin $y_iN(\mathbf x_i)$ is 1. $B$ is the resulting layer norm (median over
-# seeds); the bounds are then curves in $k'$.
+# seeds): $B=$ {glue:text}`rank3-B4` for (a) and {glue:text}`rank3-B5` for (b); the bounds are
+# then curves in $k'$. A smaller reference $B$ would give higher bounds; ours is one admissible
+# choice, not the best one.
 
 # %%
 def reference_B(arm: str) -> float:
@@ -317,6 +366,11 @@ ledger.below("square-to-rank1", "Thm 4 (H1)", f"square arm: hidden-layer stable 
              "ratio -> 1", sq_mid, 1.2, fmt=".2f")
 ledger.between("logistic-to-rank2", "Thm 5 (H2)", f"logistic arm (separating nets): hidden-layer stable rank at depth {deep} is "
                "near 2, not 1", "ratio -> 1/sqrt2 (srank <= ~2)", lg_mid, 1.5, 2.5, fmt=".2f")
+i0 = depths.index(deeper[0])
+ledger.holds("logistic-ratio-falls", "this page", f"logistic arm (separating nets): the mean ratio is lower at depth "
+             f"{deep} than at depth {deeper[0]} (it approaches 1/sqrt2 from above)", "not stated",
+             f"{mean_r['logistic'][i0]:.3f} -> {mean_r['logistic'][-1]:.3f}",
+             bool(mean_r["logistic"][-1] < mean_r["logistic"][i0]), tolerance="sign")
 
 # %%
 fig, axes = plotting.subplots(2, height=3.0)
@@ -370,21 +424,43 @@ plt.close(fig)
 # {glue:text}`rank3-notsep` of the {glue:text}`rank3-total` logistic networks do not separate the
 # training data (they end in a penalised local minimum whose hidden layers carry one channel,
 # which can pass only one sign); they are no proxies for max-margin solutions and are left out
-# of the logistic statistics. Both arms end balanced (layer-norm spread at most
-# {glue:text}`rank3-spread`), as the
-# minimisers of the theorems are, and both sit above their theorem's bound at every depth. The
-# two limits differ as the theory predicts: with the square loss the hidden layers are
-# essentially rank 1 already at depth {glue:text}`rank3-deep` (mean stable rank
-# {glue:text}`rank3-sq-mid`), while with the logistic loss they settle near 2 (mean stable rank
-# {glue:text}`rank3-lg-mid`). So the experiments support the limits the paper states: stable
-# rank tending to 1 for the square loss with nonnegative targets (Theorem 4), and only to about
-# 2 for classification (Theorem 5: average ratio about $1/\sqrt2$), not to 1. With $\pm1$ labels
-# the network carries the positive and the negative part of its output in two channels, as in
-# the construction of Theorem 5. "Low rank" in the paper's conclusion therefore means "stable
-# rank about 2 in the hidden layers" for classification. The
-# CPU profile stops at depth {glue:text}`rank3-deep` and does not follow unregularised gradient
-# flow to its max-margin direction (Lemma 1), which is logarithmically slow; the `full` profile
-# goes deeper and trains longer.
+# of the logistic statistics (a rule set after pilot runs, see above). Both arms end balanced
+# (layer-norm spread at most {glue:text}`rank3-spread`), as the minimisers of the theorems are,
+# and both sit above their theorem's bound at every depth; at these depths the bounds are far
+# below the measured ratios, so this check is weak. The two arms differ in the way the theorems
+# suggest: with the square loss the hidden layers are essentially rank 1 already at depth
+# {glue:text}`rank3-deep` (mean stable rank {glue:text}`rank3-sq-mid`), while with the logistic
+# loss their stable rank is near 2 (mean {glue:text}`rank3-lg-mid`) and the mean ratio falls with
+# depth towards $1/\sqrt2$. With $\pm1$ labels the network carries the positive and the negative
+# part of its output in two channels, as in the construction of Theorem 5.
+#
+# ## Conclusion
+#
+# The constructions behind Theorems 4 and 5 are exact, and they explain the two limits: 1 for
+# the square loss with nonnegative targets, $1/\sqrt2$ (stable rank about 2) for classification.
+# Our proxies, weight-decay solutions of depth at most {glue:text}`rank3-deep`, are consistent
+# with both limits, but they are not the theorems' global minimisers, and the depths are small,
+# so this is evidence about the proxies and not a test of the theorems. "Low rank" in the
+# paper's conclusion for classification means "stable rank about 2 in the hidden layers", as
+# the paper's own remark after Theorem 5 says; it does not mean rank 1. The CPU profile does not
+# follow unregularised gradient flow to its max-margin direction (Lemma 1), which is
+# logarithmically slow; the `full` profile goes deeper and trains longer.
+#
+# **How the tolerances are set.** The constructions are exact, so they are compared at
+# $10^{-12}$, far above float64 rounding for these sizes. Balancedness: stationary points of the
+# penalised objective are exactly balanced (rescaling one layer by $c$ and the next by $1/c$ leaves
+# the loss unchanged and lowers the penalty to first order unless the norms agree), and the 5% allowance on
+# the spread covers a run that has not fully converged in the budget. The bound checks have no
+# tolerance. **Three thresholds were set after pilot runs and are not derived from the
+# theory:** `fits` (square arm, $\max_i|N(\mathbf x_i)-y_i|<0.25$, with targets $y_i\ge1$),
+# `square-to-rank1` (hidden-layer stable rank below 1.2 at the largest depth) and
+# `logistic-to-rank2` (between 1.5 and 2.5). The last two separate the hypotheses "stable rank
+# tends to 1" and "tends to 2": the first lies well below, the second at or above the
+# midpoint 1.5; they were not moved after they were set, and seeds 1 and 2 are run as a check
+# that they are not tuned to seed 0 (it reduces, but does not remove, the concern). The
+# `separating` claim only asks for at least one separating network per depth, so
+# that the logistic statistics are not empty. `logistic-ratio-falls` compares two numbers
+# without a tolerance; it was added in review, after the trend had been seen in seeds 0-2.
 #
 # ## Claims
 
