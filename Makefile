@@ -40,6 +40,8 @@ $(MATHJAX)/tex-mml-chtml.js:
 	cd _build/vendor/tmp && npm pack --silent mathjax@3.2.2 >/dev/null && tar xzf mathjax-3.2.2.tgz
 	cp _build/vendor/tmp/package/es5/tex-mml-chtml.js $(MATHJAX)/
 	cp -r _build/vendor/tmp/package/es5/output/chtml/fonts/woff-v2 $(MATHJAX)/output/chtml/fonts/
+	mkdir -p $(MATHJAX)/input/tex
+	cp -r _build/vendor/tmp/package/es5/input/tex/extensions $(MATHJAX)/input/tex/   # autoloaded (e.g. boldsymbol)
 	rm -rf _build/vendor/tmp
 
 execute: install
