@@ -354,12 +354,34 @@ is assembled from `book/errata/*.md` by `python -m implicit_bias.book report`.
 
 def render_errata(source_root: Path) -> str:
     """The errata page: the intro, then every ``book/errata/*.md`` fragment, included."""
-    parts = sorted((source_root / "book" / "errata").glob("*.md"))
+    import yaml
+
+    toc = yaml.safe_load((source_root / "_toc.yml").read_text())
+    # part folder -> caption, in the order of the table of contents
+    captions: dict[str, str] = {}
+    for part in toc.get("parts", []):
+        for chapter in part.get("chapters", []):
+            bits = chapter["file"].split("/")
+            if bits[0] == "chapters":
+                captions.setdefault(bits[1], part["caption"])
+    folders = list(captions)
+
+    def part_of(frag: Path) -> str | None:
+        name = frag.stem.replace("-", "_")
+        return next((f for f in folders if name.startswith(f)), None)
+
+    frags = sorted((source_root / "book" / "errata").glob("*.md"),
+                   key=lambda f: (folders.index(part_of(f)) if part_of(f) else len(folders), f.name))
     lines = [ERRATA_INTRO]
-    if not parts:
+    if not frags:
         lines.append("No erratum has been found yet.")
-    for frag in parts:
-        lines += [f"```{{include}} errata/{frag.name}", "```", ""]
+    current = None
+    for frag in frags:
+        part = part_of(frag)
+        if part != current:
+            lines += [f"## {captions.get(part, 'Other')}", ""]
+            current = part
+        lines += [f"```{{include}} errata/{frag.name}", ":heading-offset: 1", "```", ""]
     return "\n".join(lines)
 
 
