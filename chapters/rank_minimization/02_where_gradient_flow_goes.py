@@ -187,20 +187,27 @@ ledger.holds("success-between", "Thm 3 + Lemma 5", "success fraction lies betwee
              all(r["lo"] <= r["success"] <= r["hi"] for r in res.values()), tolerance="in the interval")
 
 # %%
-cmap = ListedColormap([plotting.color(0), plotting.color(4), "0.35", plotting.color(1)])
-fig, axes = plotting.subplots(2, height=3.4)
-for ax, (name, M) in zip(axes, maps.items()):
-    ax.imshow(M["cls"].T.numpy(), origin="lower", extent=[0, 360, 0, 360], cmap=cmap, vmin=-0.5, vmax=3.5,
-              interpolation="nearest", aspect="equal")
+def show_torus(ax, image, M, xlabel, ylabel, **imshow_kw):
+    """Draw a map over the initial angles (phi_1, phi_2) with the region boundaries dashed."""
+    im = ax.imshow(image.T.numpy(), origin="lower", extent=[0, 360, 0, 360], interpolation="nearest",
+                   aspect="equal", **imshow_kw)
     for b in tn.region_boundaries(M["X"]).numpy() * DEG:
         ax.axvline(b, color="w", lw=0.8, ls="--")
         ax.axhline(b, color="w", lw=0.8, ls="--")
-    ax.set_xlabel(r"initial angle $\varphi_1$ of $w_1$ (deg)")
-    ax.set_ylabel(r"initial angle $\varphi_2$ of $w_2$ (deg)")
+    ax.set_xlabel(xlabel)
+    ax.set_ylabel(ylabel)
     ax.set_title(rf"$\theta$ = {M['theta'] * DEG:.1f}$^\circ$")
     ax.set_xticks([0, 90, 180, 270, 360])
     ax.set_yticks([0, 90, 180, 270, 360])
     ax.grid(False)
+    return im
+
+
+cmap = ListedColormap([plotting.color(0), plotting.color(4), "0.35", plotting.color(1)])
+fig, axes = plotting.subplots(2, height=3.4)
+for ax, (name, M) in zip(axes, maps.items()):
+    show_torus(ax, M["cls"], M, r"initial angle $\varphi_1$ of $w_1$ (deg)",
+               r"initial angle $\varphi_2$ of $w_2$ (deg)", cmap=cmap, vmin=-0.5, vmax=3.5)
 handles = [plt.Rectangle((0, 0), 1, 1, color=cmap(i)) for i in range(4)]
 axes[1].legend(handles, tn.OUTCOME_NAMES, loc="upper left", bbox_to_anchor=(1.02, 1.0), frameon=False)
 glue("rank2-fig-map", fig, display=False)
@@ -256,17 +263,7 @@ fig, axes = plotting.subplots(2, height=3.4)
 for ax, (name, M) in zip(axes, maps.items()):
     sr = M["sr"].clone()
     sr[~M["sim"].converged.cpu().view(G, G)] = float("nan")
-    im = ax.imshow(sr.T.numpy(), origin="lower", extent=[0, 360, 0, 360], vmin=1.0, vmax=2.0,
-                   interpolation="nearest", aspect="equal", cmap="viridis")
-    for b in tn.region_boundaries(M["X"]).numpy() * DEG:
-        ax.axvline(b, color="w", lw=0.8, ls="--")
-        ax.axhline(b, color="w", lw=0.8, ls="--")
-    ax.set_xlabel(r"$\varphi_1$ (deg)")
-    ax.set_ylabel(r"$\varphi_2$ (deg)")
-    ax.set_title(rf"$\theta$ = {M['theta'] * DEG:.1f}$^\circ$")
-    ax.set_xticks([0, 90, 180, 270, 360])
-    ax.set_yticks([0, 90, 180, 270, 360])
-    ax.grid(False)
+    im = show_torus(ax, sr, M, r"$\varphi_1$ (deg)", r"$\varphi_2$ (deg)", vmin=1.0, vmax=2.0, cmap="viridis")
 fig.colorbar(im, ax=axes, label="stable rank of $W(\\infty)$", shrink=0.8)
 glue("rank2-fig-srank", fig, display=False)
 plt.close(fig)
