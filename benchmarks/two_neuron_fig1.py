@@ -16,7 +16,7 @@ import time
 
 import torch
 
-from implicit_bias import two_neuron as tn
+from implicit_bias.rank_minimization import two_neuron as tn
 
 
 def main() -> None:

@@ -60,7 +60,8 @@ import numpy as np
 import torch
 from myst_nb import glue
 
-from implicit_bias import data, ocs, plotting
+from implicit_bias import data, plotting
+from implicit_bias.extrapolation import ocs
 from implicit_bias.chapter import start_chapter
 from implicit_bias.claims import Ledger
 
@@ -134,7 +135,7 @@ D = torch.float64
 # We take the training labels of the data set (scikit-learn's 8x8 digits in profile `ci`, MNIST in
 # `full`), once as they are and once made class-imbalanced (digit $k$ keeps a fraction
 # $(k+1)/10$ of its examples), and minimise the average loss over constant predictions
-# numerically (L-BFGS in float64, `implicit_bias.ocs.minimise_constant`). The regression
+# numerically (L-BFGS in float64, `implicit_bias.extrapolation.ocs.minimise_constant`). The regression
 # targets are the digit value $y\in\{0,\dots,9\}$ as a real number (squared error and Gaussian
 # NLL) and the 11 rewards of the selective-classification task (squared error). Theory says the
 # numerical minimiser equals the closed form; we allow $10^{-6}$ for the optimiser's stopping
@@ -273,7 +274,7 @@ ledger.above("biased-std", "App. B.4", "the biased std gives a lower average NLL
 # The official code averages the squared error over the outputs instead of summing it (a factor
 # $1/m$: $1/11$ for the reward models), and computes $\mu^*,\sigma^*$ of the Gaussian OCS from
 # the labels of the validation split rather than the training labels. This book follows the
-# paper: sums, and training labels (`implicit_bias.ocs.distance_to_ocs`).
+# paper: sums, and training labels (`implicit_bias.extrapolation.ocs.distance_to_ocs`).
 # ```
 #
 # The distance of a model that is perfect and fully confident in distribution is a useful
@@ -326,7 +327,7 @@ ledger.below("kl-self", "Sec. 3.2", "the OCS itself is at distance 0", "0", kl_s
 # to sampling noise instead of a value inflated by over-fitting.)
 # :::
 #
-# `implicit_bias.ocs.ood_score` implements this: each of several random splits subsamples
+# `implicit_bias.extrapolation.ocs.ood_score` implements this: each of several random splits subsamples
 # both sets to the same size, keeps 10% of each aside, standardises the features, fits an
 # $\ell_2$-regularised logistic regression (penalty $\frac\alpha2\|w\|^2$, $\alpha=10$, the
 # official code's capacity) to optimality, and averages the predicted probabilities on the

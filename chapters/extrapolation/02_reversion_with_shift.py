@@ -66,7 +66,8 @@ import torch
 from myst_nb import glue
 from torch import nn
 
-from implicit_bias import data, models, ocs, plotting
+from implicit_bias import data, models, plotting
+from implicit_bias.extrapolation import ocs
 from implicit_bias.chapter import start_chapter
 from implicit_bias.claims import Ledger
 
@@ -108,7 +109,7 @@ K = 10
 #   come from the same distribution. In profile `full`, pass `featurizer_weights` (a TorchScript
 #   export of the ResNet-18 up to its average pool) to use the paper's featuriser.
 # - **CIFAR-10.** With `dataset="cifar10"` (profile `full`, a GPU, and CIFAR-10 and CIFAR-10-C in
-#   the data folder) the networks are the official code's ResNet-20 (`implicit_bias.ocs.ResNet20`)
+#   the data folder) the networks are the official code's ResNet-20 (`implicit_bias.extrapolation.ocs.ResNet20`)
 #   and an MLP, trained for a short budget, and the shifts are CIFAR-10-C's defocus blur,
 #   contrast, impulse noise and shot noise at its severities 1-5. This path has not been run for
 #   the page; the figures and numbers shown are those of profile `ci`.

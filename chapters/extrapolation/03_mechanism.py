@@ -61,7 +61,8 @@ import numpy as np
 import torch
 from myst_nb import glue
 
-from implicit_bias import data, ocs, plotting
+from implicit_bias import data, plotting
+from implicit_bias.extrapolation import ocs
 from implicit_bias.chapter import start_chapter
 from implicit_bias.claims import Ledger
 
@@ -94,7 +95,7 @@ if shift_kind not in ("blur", "contrast", "blend_noise", "clipped_noise"):
 #
 # The networks are the CNN of the previous chapter (two $3\times3$ convolutions with 16 and 32
 # channels and max-pooling, a hidden layer of 64 units, an output layer), with nothing, BatchNorm
-# or LayerNorm after each hidden weight layer (`implicit_bias.ocs.NormCNN`). They are trained on a
+# or LayerNorm after each hidden weight layer (`implicit_bias.extrapolation.ocs.NormCNN`). They are trained on a
 # **class-imbalanced** subset of the digits (digit $k$ keeps a fraction $(k+1)/10$ of its
 # training images), so that the OCS is far from uniform and "the constant is close to the OCS"
 # is not automatically true. Cross-entropy models and reward models (squared error on the 11

@@ -58,8 +58,8 @@ import numpy as np
 import torch
 from myst_nb import glue
 
-from implicit_bias import homogeneous as H
 from implicit_bias import plotting, spectra
+from implicit_bias.extrapolation import homogeneous as H
 from implicit_bias.chapter import start_chapter
 from implicit_bias.claims import Ledger
 

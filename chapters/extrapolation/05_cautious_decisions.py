@@ -56,8 +56,9 @@ import numpy as np
 import torch
 from myst_nb import glue
 
-from implicit_bias import data, models, ocs, plotting
-from implicit_bias import selective as S
+from implicit_bias import data, models, plotting
+from implicit_bias.extrapolation import ocs
+from implicit_bias.extrapolation import selective as S
 from implicit_bias.chapter import start_chapter
 from implicit_bias.claims import Ledger
 
@@ -110,7 +111,7 @@ ledger.holds("ocs-abstains", "Sec. 5.1", "the OCS of the reward model picks abst
 # %% [markdown]
 # Each member of the ensemble trains the three networks with its own seed: an MLP with two
 # hidden layers of 128 units on 8x8 digits, or a small CNN on MNIST in `full`. We use Adam
-# and the same number of epochs for all three. The networks come from `implicit_bias.ocs.train_runs`,
+# and the same number of epochs for all three. The networks come from `implicit_bias.extrapolation.ocs.train_runs`,
 # as in the previous chapters: member $m$ of every agent is seeded alike, so the reward model and
 # the standard classifier of a member start from the same initial weights and see the same
 # mini-batches, and differ only in their loss.

@@ -75,7 +75,8 @@ from matplotlib.ticker import FixedLocator, FormatStrFormatter, NullFormatter
 import torch
 from myst_nb import glue
 
-from implicit_bias import attacks, data, models, ocs, plotting
+from implicit_bias import data, models, plotting
+from implicit_bias.extrapolation import attacks, ocs
 from implicit_bias.chapter import start_chapter
 from implicit_bias.claims import Ledger
 
@@ -102,7 +103,7 @@ K = 10
 # classifier on iterated FGSM inputs. Here every network is attacked with its *own* gradient
 # (a white-box attack on each of the independently trained networks), using its own training
 # loss: cross-entropy for the classifiers and the squared error to the true reward vector for
-# the reward models. `implicit_bias.attacks.fgsm` computes the input gradients of a whole batch
+# the reward models. `implicit_bias.extrapolation.attacks.fgsm` computes the input gradients of a whole batch
 # in one call of `torch.func.grad`.
 #
 # ## Set-up
@@ -117,7 +118,7 @@ K = 10
 #   {glue:text}`ocs6-eps` in {glue:text}`ocs6-steps` steps.
 # - **Networks and losses.** The two networks of {doc}`02_reversion_with_shift`: the small CNN
 #   (two $3\times3$ convolutions with 16 and 32 channels and max-pooling, a hidden layer of 64
-#   units, biases everywhere; `implicit_bias.ocs.NormCNN` without normalisation) and the MLP
+#   units, biases everywhere; `implicit_bias.extrapolation.ocs.NormCNN` without normalisation) and the MLP
 #   ($64\to128\to128\to$ out), each trained {glue:text}`ocs6-runs` times from independent seeds
 #   with cross-entropy on the ten classes and with squared error on the 11 rewards of the
 #   selective-classification task ($+1$ / $-4$ / $0$), as in that chapter.
@@ -127,7 +128,7 @@ K = 10
 #   $\mathbb E_{\rm OOD}\|W_i\phi_i(x)\|^2/\mathbb E_{\rm ID}\|W_i\phi_i(x)\|^2$, at every weight
 #   layer $i$ (the input's own ratio first).
 # - **OOD score.** The score of {prf:ref}`ocs-def-ood-score` with the same probe
-#   (`implicit_bias.ocs.ood_score`, penalty $\alpha=10$, clean first half of the test set
+#   (`implicit_bias.extrapolation.ocs.ood_score`, penalty $\alpha=10$, clean first half of the test set
 #   against the shifted second half), but **another featuriser**, as the box below explains.
 #
 # :::{admonition} This page's OOD score uses random features, not chapter 02's trained CNN
@@ -135,7 +136,7 @@ K = 10
 # **What differs.** {doc}`02_reversion_with_shift` (as the paper, with an ImageNet ResNet-18)
 # scores a set by the features of a *trained* network: the hidden layer of a separately trained
 # CNN. Here the features are {glue:text}`ocs6-nfeat` *fixed random ReLU features of the pixels*
-# (`implicit_bias.ocs.RandomReLUFeatures`), the same for every network.
+# (`implicit_bias.extrapolation.ocs.RandomReLUFeatures`), the same for every network.
 #
 # **Why.** A network trained on digits is built to ignore pixel noise: chapter 02's probe hardly
 # registers its two noise shifts, and every suspect shift of this page is noise-like (impulse,

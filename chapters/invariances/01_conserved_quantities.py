@@ -75,7 +75,7 @@ from myst_nb import glue
 from torch.func import vmap
 
 from implicit_bias import data, models, plotting
-from implicit_bias import invariants as inv
+from implicit_bias.invariances import invariants as inv
 from implicit_bias.chapter import start_chapter
 from implicit_bias.claims import Ledger
 from implicit_bias.ensembles import Ensemble
@@ -220,7 +220,7 @@ print(f"digits {P['classes'][0]} vs {P['classes'][1]}: {len(X)} training images,
 # The diagonal of Eq. (6) is $-Q_v$ for the units shared by $W_1$ and $W_2$, so it is
 # Eq. (4) again; the off-diagonal entries are Eq. (5). The library builds, for every model of the
 # book, the units, their in- and out-weights, and the matrix $M=W_2^\top W_2-W_1W_1^\top$ of each
-# group of units (`implicit_bias.invariants`).
+# group of units (`implicit_bias.invariances.invariants`).
 #
 # ```{prf:definition} Layer (Definition 6)
 # :label: inv-cq-def-layer

@@ -20,7 +20,7 @@
 # and $\mu$ is a *tree* network whose weights are $\pm1$ and depend only on the signs of the
 # weights. This page states the definitions and the lemmas of the construction with the
 # paper's numbering (Definitions 1-4, 8, 9; Lemmas 2, 5, 6, 7), builds every object
-# explicitly for small graphs with the library module `implicit_bias.paths`, draws a network
+# explicitly for small graphs with the library module `implicit_bias.invariances.paths`, draws a network
 # and its unrolled tree, and checks on many random networks (with skip connections, several
 # input vertices reading the same coordinate, ReLU, leaky-ReLU and linear vertices) that the
 # identities hold to float64 round-off, with a tolerance derived from a round-off analysis
@@ -62,7 +62,7 @@ import torch.nn.functional as F
 from myst_nb import glue
 
 from implicit_bias import models, plotting
-from implicit_bias import paths as P
+from implicit_bias.invariances import paths as P
 from implicit_bias.chapter import start_chapter
 from implicit_bias.claims import Ledger
 

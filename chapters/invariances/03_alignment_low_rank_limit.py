@@ -65,7 +65,8 @@ import numpy as np
 import torch
 from myst_nb import glue
 
-from implicit_bias import data, margins, models, plotting, spectra
+from implicit_bias import data, models, plotting, spectra
+from implicit_bias.invariances import margins
 from implicit_bias.chapter import start_chapter
 from implicit_bias.claims import Ledger
 

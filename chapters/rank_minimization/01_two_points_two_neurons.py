@@ -84,7 +84,7 @@ from myst_nb import glue
 from scipy import stats
 
 from implicit_bias import plotting, spectra
-from implicit_bias import two_neuron as tn
+from implicit_bias.rank_minimization import two_neuron as tn
 from implicit_bias.chapter import start_chapter
 from implicit_bias.claims import Ledger
 

@@ -66,7 +66,7 @@ from matplotlib.patches import Wedge
 from myst_nb import glue
 
 from implicit_bias import plotting
-from implicit_bias import two_neuron as tn
+from implicit_bias.rank_minimization import two_neuron as tn
 from implicit_bias.chapter import start_chapter
 from implicit_bias.claims import Ledger
 

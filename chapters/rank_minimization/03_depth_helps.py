@@ -77,8 +77,8 @@ import numpy as np
 import torch
 from myst_nb import glue
 
-from implicit_bias import deep_constructions as dc
 from implicit_bias import ensembles, models, plotting, spectra
+from implicit_bias.rank_minimization import deep_constructions as dc
 from implicit_bias.chapter import start_chapter
 from implicit_bias.claims import Ledger
 

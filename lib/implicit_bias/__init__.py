@@ -1,18 +1,31 @@
 """implicit_bias: the shared library of the executable book on what gradient training makes
 deep ReLU networks learn.
 
-Modules (import them explicitly, e.g. ``from implicit_bias import spectra``):
+Its tree mirrors the book. Import modules explicitly, e.g. ``from implicit_bias import spectra``.
 
-- :mod:`runtime`   seeds, devices, profiles, quiet mode
+The toolkit every part uses:
+
 - :mod:`models`    MLPs, bias-free CNNs, ResNet blocks, ordered weight matrices
 - :mod:`train`     full-batch GD / SGD / Adam, schedules, recording callbacks, divergence checks
 - :mod:`ensembles` many small networks trained as one batched computation (torch.func + vmap)
 - :mod:`spectra`   singular values and every rank measure of the book, Jacobians, NTK
 - :mod:`data`      digits, mnist1d, synthetic tasks, distribution shifts, local MNIST/CIFAR readers
+- :mod:`plotting`  the house style of the figures
+
+The book's machinery:
+
+- :mod:`runtime`   seeds, devices, profiles, quiet mode
+- :mod:`chapter`   what every chapter does first (profile, seed, device, the run line)
 - :mod:`claims`    the ledger of checked claims printed at the end of each chapter
 - :mod:`cache`     results of expensive runs stored by (config, library version)
-- :mod:`plotting`  the house style of the figures
-- :mod:`book`      the command line behind ``make book`` (execute chapters, build the site)
+- :mod:`book`      the command line behind ``make book`` (execute chapters, reports, the site)
+
+One subpackage per part of the book, named like its folder under ``chapters/`` (a part never
+imports another part, and the toolkit never imports a part; ``tests/test_layout.py`` checks it):
+
+- :mod:`invariances`        Le & Jegelka: conserved quantities, paths, margins and alignment
+- :mod:`rank_minimization`  Timor, Vardi & Shamir: the two-neuron simulator, deep constructions
+- :mod:`extrapolation`      Kang et al.: the optimal constant solution, theory, selective decisions
 """
 
 __version__ = "0.1.0"

@@ -1,4 +1,4 @@
-"""Theorems 4-5 constructions of `implicit_bias.deep_constructions`, checked exactly."""
+"""Theorems 4-5 constructions of `implicit_bias.rank_minimization.deep_constructions`, checked exactly."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ import math
 import pytest
 import torch
 
-from implicit_bias import deep_constructions as dc
+from implicit_bias.rank_minimization import deep_constructions as dc
 
 D = torch.float64
 

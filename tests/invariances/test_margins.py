@@ -1,4 +1,4 @@
-"""Tests of implicit_bias.margins: max-margin solvers, KKT checks, trajectories."""
+"""Tests of implicit_bias.invariances.margins: max-margin solvers, KKT checks, trajectories."""
 
 import math
 
@@ -6,7 +6,8 @@ import numpy as np
 import pytest
 import torch
 
-from implicit_bias import margins, models
+from implicit_bias import models
+from implicit_bias.invariances import margins
 
 
 def test_linear_max_margin_known_answer():

@@ -1,4 +1,4 @@
-"""Paths, path enumeration and the tree decomposition of `implicit_bias.paths`
+"""Paths, path enumeration and the tree decomposition of `implicit_bias.invariances.paths`
 (Le & Jegelka 2022, Def. 4 and Lemmas 2, 5, 6, 7) on graphs whose answers are known."""
 
 from __future__ import annotations
@@ -9,7 +9,7 @@ import pytest
 import torch
 
 from implicit_bias import models
-from implicit_bias import paths as P
+from implicit_bias.invariances import paths as P
 
 D = torch.float64
 

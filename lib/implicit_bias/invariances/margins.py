@@ -23,7 +23,7 @@ import torch
 from scipy.optimize import minimize, nnls
 from torch import nn
 
-from . import train as _train
+from .. import train as _train
 
 MarginFn = Callable[[torch.Tensor], torch.Tensor]
 

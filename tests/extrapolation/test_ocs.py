@@ -8,7 +8,7 @@ import pytest
 import torch
 from torch import nn
 
-from implicit_bias import ocs
+from implicit_bias.extrapolation import ocs
 
 D = torch.float64
 

@@ -1,9 +1,9 @@
-"""Tests of implicit_bias.selective (selective classification, Kang et al. Sec. 5)."""
+"""Tests of implicit_bias.extrapolation.selective (selective classification, Kang et al. Sec. 5)."""
 
 import pytest
 import torch
 
-from implicit_bias import selective as S
+from implicit_bias.extrapolation import selective as S
 
 
 def test_bayes_threshold():

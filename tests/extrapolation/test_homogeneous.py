@@ -1,11 +1,11 @@
-"""Tests of implicit_bias.homogeneous (the theory of Kang et al., Sec. 4.2)."""
+"""Tests of implicit_bias.extrapolation.homogeneous (the theory of Kang et al., Sec. 4.2)."""
 
 import math
 
 import pytest
 import torch
 
-from implicit_bias import homogeneous as H
+from implicit_bias.extrapolation import homogeneous as H
 
 
 def test_sphere_data_shapes_norms_and_balance():

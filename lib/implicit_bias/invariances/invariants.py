@@ -53,9 +53,9 @@ import torch
 from torch import nn
 from torch.func import functional_call, grad_and_value, vmap
 
-from .ensembles import Ensemble
-from .models import MLP, ConvNet, ResidualBlock, ResNetMLP
-from .train import LossFn, LossName, TrainingDiverged, loss_function
+from ..ensembles import Ensemble
+from ..models import MLP, ConvNet, ResidualBlock, ResNetMLP
+from ..train import LossFn, LossName, TrainingDiverged, loss_function
 
 Params = Mapping[str, torch.Tensor]
 Mode = Literal["row", "col"]

@@ -2,7 +2,7 @@ import pytest
 import torch
 from torch import nn
 
-from implicit_bias import attacks, ocs
+from implicit_bias.extrapolation import attacks, ocs
 
 
 def _linear(d_in: int = 5, d_out: int = 3, seed: int = 0) -> nn.Linear:

@@ -5,7 +5,7 @@ class is ``correct`` (+1 in the paper), of a wrong class ``wrong`` (-4) and of a
 ``abstain`` (0). Three policies are compared:
 
 - **reward prediction**: a network outputs the predicted reward of each of the ``K + 1``
-  actions (trained with squared error on the reward vector, :func:`implicit_bias.ocs.reward_vectors`)
+  actions (trained with squared error on the reward vector, :func:`implicit_bias.extrapolation.ocs.reward_vectors`)
   and takes the argmax. Its OCS is the mean reward per action, ``(correct - wrong) p_k + wrong``
   per class and ``abstain`` for abstaining, so reverting to the OCS means abstaining whenever
   ``max_k p_k < (abstain - wrong) / (correct - wrong)``.

@@ -32,7 +32,7 @@ LossFn = Callable[[torch.Tensor, torch.Tensor], torch.Tensor]
 
 def _loss_fn(loss: str | LossFn) -> LossFn:
     """A per-example loss ``(outputs, targets) -> (n,)``: one of the paper's losses by name
-    (:func:`implicit_bias.ocs.per_example_loss`) or a callable."""
+    (:func:`implicit_bias.extrapolation.ocs.per_example_loss`) or a callable."""
     if callable(loss):
         return loss
     if loss not in LOSSES:

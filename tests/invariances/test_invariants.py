@@ -1,4 +1,4 @@
-"""Conserved quantities (`implicit_bias.invariants`): Euler's identity, the exact Appendix F
+"""Conserved quantities (`implicit_bias.invariances.invariants`): Euler's identity, the exact Appendix F
 correction of one GD step, matrix and cut invariants, and the tracked training loop."""
 
 from __future__ import annotations
@@ -7,9 +7,9 @@ import pytest
 import torch
 from torch import nn
 
-from implicit_bias import invariants as inv
 from implicit_bias import models
 from implicit_bias.ensembles import Ensemble
+from implicit_bias.invariances import invariants as inv
 
 D = torch.float64
 

@@ -1,4 +1,4 @@
-"""The batched two-neuron simulator and the closed forms of `implicit_bias.two_neuron`."""
+"""The batched two-neuron simulator and the closed forms of `implicit_bias.rank_minimization.two_neuron`."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ import pytest
 import torch
 
 from implicit_bias import spectra
-from implicit_bias import two_neuron as tn
+from implicit_bias.rank_minimization import two_neuron as tn
 
 D = torch.float64
 

@@ -1,0 +1,6 @@
+"""Implicit regularisation towards rank minimisation (Timor, Vardi & Shamir, ALT 2023): the code of
+the part ``chapters/rank_minimization/``.
+
+- :mod:`.two_neuron`          the batched two-point, two-neuron gradient-flow simulator and its closed forms
+- :mod:`.deep_constructions`  the low-rank interpolating constructions of Theorems 4-5
+"""
