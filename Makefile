@@ -8,13 +8,14 @@ CHAPTER ?=
 SEED ?=
 BOOK := $(PY) -m implicit_bias.book
 
-.PHONY: help install vendor-mathjax book execute sync report test test-fast bench clean
+.PHONY: help install vendor-mathjax book execute sync report seeds test test-fast bench clean
 
 help:
 	@echo "make book [PROFILE=ci|full] [JOBS=N]   execute every chapter into _build/PROFILE and build the site"
 	@echo "make test                              unit tests, nbval over the chapters, sync check, strict build"
 	@echo "make execute [CHAPTER=path] [SEED=n]   re-execute chapters in place (profile ci) and refresh the report"
 	@echo "make sync                              regenerate notebook inputs from the .py sources"
+	@echo "make seeds [CHAPTER=...] [JOBS=N]      seed sweep (seeds 0-4) and the robustness page"
 	@echo "make bench                             benchmarks (batched ensembles against loops)"
 	@echo "make clean                             remove build outputs"
 
@@ -56,6 +57,10 @@ sync: install
 
 report: install
 	$(BOOK) report
+
+SEEDS ?= 0-4
+seeds: install
+	$(BOOK) seeds $(CHAPTER) --seeds $(SEEDS) --jobs $(JOBS)
 
 test: install
 	$(PY) -m pytest -n 2 --dist loadfile --nbval-lax tests chapters

@@ -14,6 +14,7 @@ import pytest
 import yaml
 
 from implicit_bias import book
+from implicit_bias.book import report, scorecards, seeds
 
 ROOT = book.ROOT
 CHAPTERS = book.all_chapters()
@@ -78,11 +79,33 @@ def test_every_chapter_is_in_the_toc_and_every_toc_file_exists():
         assert any((ROOT / f).with_suffix(s).exists() for s in (".md", ".ipynb")), f"{f} in _toc.yml does not exist"
 
 
-def test_report_and_errata_are_up_to_date():
+def test_report_errata_and_intro_summary_are_up_to_date():
     assert (ROOT / "book" / "reproduction.md").read_text() == book.render_report(ROOT, CHAPTERS) + "\n", \
         "book/reproduction.md is stale: run make report"
     assert (ROOT / "book" / "errata.md").read_text() == book.render_errata(ROOT) + "\n", \
         "book/errata.md is stale: run make report"
+    summary = ROOT / report.SUMMARY_PATH
+    assert summary.exists() and summary.read_text() == report.render_intro_summary(ROOT), \
+        f"{report.SUMMARY_PATH} is stale: run make report"
+
+
+def test_claims_cite_items_of_their_paper_with_a_bearing():
+    """Every claim of a part that has an items file bears on known items, with a bearing."""
+    papers = scorecards.load_papers(ROOT)
+    cited = [c for c in report.cited_claims(report.collect_ledgers(ROOT, CHAPTERS)) if c.part in papers]
+    bad = scorecards.problems(papers, cited)
+    assert not bad, "claims without items/bearing or citing unknown items:\n" + "\n".join(bad)
+
+
+def test_seed_sweep_is_up_to_date():
+    """book/robustness.md lists exactly the current claims (checked without re-running the sweep)."""
+    stale = seeds.staleness(ROOT, CHAPTERS)
+    assert not stale, ("the seed sweep is stale: run make seeds (or make seeds CHAPTER=... for the "
+                       "chapters that changed)\n" + "\n".join(stale))
+    data = json.loads((ROOT / seeds.SWEEP_PATH).read_text())
+    titles = {str(p.relative_to(ROOT).with_suffix("")): book.chapter_title(p.with_suffix(".ipynb")) for p in CHAPTERS}
+    assert (ROOT / seeds.PAGE_PATH).read_text() == seeds.render_page(data, titles), \
+        "book/robustness.md is stale: run make seeds --collect-only"
 
 
 def write_chapter(path: Path, body: str) -> Path:

@@ -13,7 +13,9 @@ NAN, INF = float("nan"), float("inf")
 
 
 def verdict(method: str, *args, **kw) -> str:
-    return getattr(Ledger("t"), method)("c", "src", "stmt", "paper", *args, **kw).verdict
+    led = Ledger("t")
+    assert getattr(led, method)("c", "src", "stmt", "paper", *args, **kw) is None  # no stray repr
+    return led["c"].verdict
 
 
 def test_close() -> None:
@@ -47,8 +49,11 @@ def test_holds() -> None:
     assert verdict("holds", "2 of 3", False) == "FAIL"
     import numpy as np
 
-    c = Ledger("t").holds("c", "s", "st", "p", "x", np.bool_(True))
-    assert c.passed is True
+    led = Ledger("t")
+    led.holds("c", "s", "st", "p", "x", np.bool_(True))
+    assert led["c"].passed is True
+    with pytest.raises(KeyError, match="no claim 'nope'"):
+        led["nope"]
 
 
 def test_measured_accepts_tensors_and_numpy() -> None:
@@ -56,8 +61,9 @@ def test_measured_accepts_tensors_and_numpy() -> None:
     import torch
 
     led = Ledger("t")
-    assert led.close("a", "s", "st", "p", torch.tensor(0.5, dtype=torch.float64), 0.5).passed
-    assert led.below("b", "s", "st", "p", np.float32(0.1), 1.0).passed
+    led.close("a", "s", "st", "p", torch.tensor(0.5, dtype=torch.float64), 0.5)
+    led.below("b", "s", "st", "p", np.float32(0.1), 1.0)
+    assert led["a"].passed and led["b"].passed
     assert led.claims[1].measured == "0.1"
 
 
@@ -71,21 +77,24 @@ def test_duplicate_id_raises() -> None:
 
 def make_ledger() -> Ledger:
     led = Ledger("part/01_slug")
-    led.close("lemma3", "Lemma 3", "the invariant is conserved", "exactly 0", 1.23456e-9, 0.0, atol=1e-6)
-    led.below("rank", "Fig. 2", "the rank drops", "rank 1", 0.31415, 0.5)
-    led.between("rho", "Thm 1", "rho stays in range", "[0.5, 1]", NAN, 0.5, 1.0)
+    led.close("lemma3", "Lemma 3", "the invariant is conserved", "exactly 0", 1.23456e-9, 0.0, atol=1e-6,
+              items="lemma3", bearing="supports")
+    led.below("rank", "Fig. 2", "the rank drops", "rank 1", 0.31415, 0.5, items=["fig2", "thm1"],
+              bearing="qualifies", proxy=True)
+    led.between("rho", "Thm 1", "rho stays in range", "[0.5, 1]", NAN, 0.5, 1.0, items="thm1",
+                bearing="contradicts")
     led.holds("order", "Sec. 4", "deeper is lower rank", "monotone", "3 < 5 < 8", True)
     return led
 
 
 def test_table_format_is_stable() -> None:
     expected = """\
-id      source   paper      measured   tolerance         verdict
-------  -------  ---------  ---------  ----------------  -------
-lemma3  Lemma 3  exactly 0  1.23e-09   |x - 0| <= 1e-06  PASS
-rank    Fig. 2   rank 1     0.314      < 0.5             PASS
-rho     Thm 1    [0.5, 1]   nan        in [0.5, 1]       FAIL
-order   Sec. 4   monotone   3 < 5 < 8  exact             PASS
+id      source   bearing            paper      measured   tolerance         verdict
+------  -------  -----------------  ---------  ---------  ----------------  -------
+lemma3  Lemma 3  supports           exactly 0  1.23e-09   |x - 0| <= 1e-06  PASS
+rank    Fig. 2   qualifies (proxy)  rank 1     0.314      < 0.5             PASS
+rho     Thm 1    contradicts        [0.5, 1]   nan        in [0.5, 1]       FAIL
+order   Sec. 4   -                  monotone   3 < 5 < 8  exact             PASS
 3 of 4 claims hold.
 
 Statements:
@@ -110,7 +119,8 @@ def test_json_round_trip() -> None:
     data = json.loads(led.to_json())
     assert data["chapter"] == "part/01_slug"
     assert [r["verdict"] for r in data["claims"]] == ["PASS", "PASS", "FAIL", "PASS"]
-    rebuilt = [Claim(**{k: v for k, v in r.items() if k != "verdict"}) for r in data["claims"]]
+    rebuilt = [Claim.from_dict(r) for r in data["claims"]]
+    assert rebuilt[1].items == ("fig2", "thm1") and rebuilt[1].proxy and rebuilt[1].bearing == "qualifies"
     assert rebuilt == led.claims
     assert json.loads(json.dumps(data)) == data
     assert math.isnan(float(data["claims"][2]["measured"]))  # NaN travels as the string "nan"
@@ -122,3 +132,17 @@ def test_all_passed_on_empty_and_passing_ledgers() -> None:
     led.above("a", "s", "st", "p", 1.0, 0.0)
     assert led.all_passed
     assert "1 of 1 claims hold." in led.table()
+
+
+def test_bearing_must_be_known() -> None:
+    with pytest.raises(ValueError, match="bearing must be one of"):
+        Ledger("t").above("x", "s", "st", "p", 1.0, 0.0, items="thm1", bearing="agrees")
+
+
+def test_html_escapes_and_marks_verdicts() -> None:
+    led = make_ledger()
+    led.holds("esc", "s", "a < b & c", "p", "<x>", True, items="i", bearing="control")
+    page = led.html()
+    assert "a &lt; b &amp; c" in page and "&lt;x&gt;" in page
+    assert page.count('class="claim-fail"') == 1 and page.count('class="claim-pass"') == 4
+    assert "bearing-contradicts" in page and "4 of 5 claims hold." in page

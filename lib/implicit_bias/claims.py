@@ -1,20 +1,37 @@
 """The claims ledger: every statement a chapter makes, checked by the run.
 
 A claim has an id, its source (paper and statement or figure), what the paper says, the value
-measured by the run, the tolerance (fixed before looking at the result) and a verdict. The
-chapter's last cell calls :meth:`Ledger.report`, which prints the table (rounded, so nbval can
-compare it exactly) and glues the rows as JSON under the key ``claims`` for the reproduction
-report. A ``PASS`` means the page's own statement holds in this run; where the page says a paper
-is wrong, the claim states the book's finding (and its ``paper`` column what the paper says).
+measured by the run, the tolerance (fixed before looking at the result) and a verdict. It also
+says what it **bears on**: the ids of the paper's checkable items (listed as data in
+``book/items/<part>.yml``) and how:
+
+- ``supports``: the run agrees with the item as the paper states it;
+- ``contradicts``: the run shows the item false as stated (the claim states the book's finding,
+  so its verdict is PASS when the contradiction is reproduced);
+- ``qualifies``: the item holds only under extra conditions, or only at this scale;
+- ``control``: a setup check, a negative control, or the validation of a construction: it bears
+  on no finding of the paper.
+
+``proxy=True`` marks a claim that tests the item through a stand-in (weight decay for a minimum
+norm, a small data set for the paper's, ...). The chapter's last cell calls
+:meth:`Ledger.report`, which shows the ledger as an HTML table on the site, keeps a plain-text
+table (rounded, so nbval can compare it exactly) as the output's ``text/plain``, and glues the
+rows as JSON under the key ``claims`` for the reproduction report and the scorecards.
 """
 
 from __future__ import annotations
 
+import html
 import json
 import math
-from dataclasses import asdict, dataclass
+from collections.abc import Sequence
+from dataclasses import asdict, dataclass, field
+from typing import Literal
 
 GLUE_KEY = "claims"
+BEARINGS = ("supports", "contradicts", "qualifies", "control")
+Bearing = Literal["supports", "contradicts", "qualifies", "control"]
+Items = str | Sequence[str] | None
 
 
 @dataclass(frozen=True)
@@ -28,10 +45,20 @@ class Claim:
     measured: str
     tolerance: str
     passed: bool
+    items: tuple[str, ...] = field(default=())
+    bearing: str | None = None
+    proxy: bool = False
 
     @property
     def verdict(self) -> str:
         return "PASS" if self.passed else "FAIL"
+
+    @classmethod
+    def from_dict(cls, row: dict) -> Claim:
+        """A claim from its JSON row (as glued by :meth:`Ledger.report`)."""
+        known = {k: v for k, v in row.items() if k in cls.__dataclass_fields__}
+        known["items"] = tuple(known.get("items") or ())
+        return cls(**known)
 
 
 def _fmt(x: float, fmt: str) -> str:
@@ -47,56 +74,82 @@ class Ledger:
         self.chapter = chapter
         self.claims: list[Claim] = []
 
-    def _add(self, claim: Claim) -> Claim:
-        if any(c.id == claim.id for c in self.claims):
-            raise ValueError(f"duplicate claim id {claim.id!r}")
+    def _add(self, id: str, source: str, statement: str, paper: str, measured: str,
+             tolerance: str, passed: bool, items: Items, bearing: Bearing | None,
+             proxy: bool) -> None:
+        if any(c.id == id for c in self.claims):
+            raise ValueError(f"duplicate claim id {id!r}")
+        if bearing is not None and bearing not in BEARINGS:
+            raise ValueError(f"claim {id!r}: bearing must be one of {BEARINGS}, got {bearing!r}")
+        item_ids = (items,) if isinstance(items, str) else tuple(items or ())
+        claim = Claim(id, source, statement, paper, measured, tolerance, bool(passed),
+                      item_ids, bearing, bool(proxy))
         self.claims.append(claim)
-        return claim
+        # nothing is returned, so a check as the last line of a cell prints nothing on the page;
+        # ``ledger[id]`` gives the claim back
+        return None
+
+    def __getitem__(self, id: str) -> Claim:
+        for c in self.claims:
+            if c.id == id:
+                return c
+        raise KeyError(f"no claim {id!r} in the ledger of {self.chapter}")
 
     def close(self, id: str, source: str, statement: str, paper: str, measured: float,
-              target: float, atol: float = 0.0, rtol: float = 0.0, fmt: str = ".3g") -> Claim:
+              target: float, atol: float = 0.0, rtol: float = 0.0, fmt: str = ".3g", *,
+              items: Items = None, bearing: Bearing | None = None, proxy: bool = False) -> None:
         """``|measured - target| <= atol + rtol * |target|``."""
         measured, target = float(measured), float(target)
         bound = atol + rtol * abs(target)
         ok = math.isfinite(measured) and abs(measured - target) <= bound
         tol = f"|x - {_fmt(target, fmt)}| <= {_fmt(bound, '.2g')}"
-        return self._add(Claim(id, source, statement, paper, _fmt(measured, fmt), tol, ok))
+        return self._add(id, source, statement, paper, _fmt(measured, fmt), tol, ok,
+                         items, bearing, proxy)
 
     def below(self, id: str, source: str, statement: str, paper: str, measured: float,
-              bound: float, fmt: str = ".3g") -> Claim:
+              bound: float, fmt: str = ".3g", *, items: Items = None,
+              bearing: Bearing | None = None, proxy: bool = False) -> None:
         """``measured < bound``."""
         measured = float(measured)
         ok = math.isfinite(measured) and measured < bound
-        return self._add(Claim(id, source, statement, paper, _fmt(measured, fmt), f"< {_fmt(bound, '.3g')}", ok))
+        return self._add(id, source, statement, paper, _fmt(measured, fmt),
+                         f"< {_fmt(bound, '.3g')}", ok, items, bearing, proxy)
 
     def above(self, id: str, source: str, statement: str, paper: str, measured: float,
-              bound: float, fmt: str = ".3g") -> Claim:
+              bound: float, fmt: str = ".3g", *, items: Items = None,
+              bearing: Bearing | None = None, proxy: bool = False) -> None:
         """``measured > bound``."""
         measured = float(measured)
         ok = math.isfinite(measured) and measured > bound
-        return self._add(Claim(id, source, statement, paper, _fmt(measured, fmt), f"> {_fmt(bound, '.3g')}", ok))
+        return self._add(id, source, statement, paper, _fmt(measured, fmt),
+                         f"> {_fmt(bound, '.3g')}", ok, items, bearing, proxy)
 
     def between(self, id: str, source: str, statement: str, paper: str, measured: float,
-                lo: float, hi: float, fmt: str = ".3g") -> Claim:
+                lo: float, hi: float, fmt: str = ".3g", *, items: Items = None,
+                bearing: Bearing | None = None, proxy: bool = False) -> None:
         """``lo <= measured <= hi``."""
         measured = float(measured)
         ok = math.isfinite(measured) and lo <= measured <= hi
         tol = f"in [{_fmt(lo, '.3g')}, {_fmt(hi, '.3g')}]"
-        return self._add(Claim(id, source, statement, paper, _fmt(measured, fmt), tol, ok))
+        return self._add(id, source, statement, paper, _fmt(measured, fmt), tol, ok,
+                         items, bearing, proxy)
 
     def holds(self, id: str, source: str, statement: str, paper: str, measured: str,
-              condition: bool, tolerance: str = "exact") -> Claim:
+              condition: bool, tolerance: str = "exact", *, items: Items = None,
+              bearing: Bearing | None = None, proxy: bool = False) -> None:
         """A statement whose check is a boolean computed by the run (e.g. a count, an order)."""
-        return self._add(Claim(id, source, statement, paper, measured, tolerance, bool(condition)))
+        return self._add(id, source, statement, paper, measured, tolerance, bool(condition),
+                         items, bearing, proxy)
 
     @property
     def all_passed(self) -> bool:
         return all(c.passed for c in self.claims)
 
     def table(self) -> str:
-        """The ledger as a fixed-width text table."""
-        head = ("id", "source", "paper", "measured", "tolerance", "verdict")
-        rows = [(c.id, c.source, c.paper, c.measured, c.tolerance, c.verdict) for c in self.claims]
+        """The ledger as a fixed-width text table (the output nbval compares)."""
+        head = ("id", "source", "bearing", "paper", "measured", "tolerance", "verdict")
+        rows = [(c.id, c.source, _bearing_label(c), c.paper, c.measured, c.tolerance, c.verdict)
+                for c in self.claims]
         widths = [max(len(str(r[i])) for r in [head, *rows]) for i in range(len(head))]
         line = lambda r: "  ".join(str(v).ljust(w) for v, w in zip(r, widths)).rstrip()
         out = [line(head), line(tuple("-" * w for w in widths))]
@@ -106,15 +159,52 @@ class Ledger:
         statements = [f"  {c.id}: {c.statement}" for c in self.claims]
         return "\n".join(out + ["", "Statements:", *statements])
 
+    def html(self) -> str:
+        """The ledger as an HTML table for the rendered page: statement, what it bears on, the
+        paper's value, the measured value, the tolerance and the verdict, one row per claim."""
+        esc = html.escape
+        head = ("claim", "bears on", "the paper", "measured", "tolerance", "verdict")
+        out = ['<div class="claims-ledger">', '<table class="claims-table">', "<thead><tr>"]
+        out += [f"<th>{h}</th>" for h in head] + ["</tr></thead>", "<tbody>"]
+        for c in self.claims:
+            items = ", ".join(c.items) if c.items else "&mdash;"
+            bearing = esc(_bearing_label(c))
+            verdict = "pass" if c.passed else "fail"
+            out.append(
+                f'<tr class="claim-{verdict}">'
+                f'<td><code>{esc(c.id)}</code><br><span class="claim-source">{esc(c.source)}</span>'
+                f"<br>{esc(c.statement)}</td>"
+                f'<td><span class="bearing bearing-{esc(c.bearing or "none")}">{bearing}</span>'
+                f"<br><small>{esc(items)}</small></td>"
+                f"<td>{esc(c.paper)}</td><td><code>{esc(c.measured)}</code></td>"
+                f"<td><code>{esc(c.tolerance)}</code></td>"
+                f'<td class="verdict verdict-{verdict}"><b>{c.verdict}</b></td></tr>')
+        n_pass = sum(c.passed for c in self.claims)
+        out += ["</tbody></table>",
+                f'<p class="claims-summary">{n_pass} of {len(self.claims)} claims hold.</p>', "</div>"]
+        return "\n".join(out)
+
     def to_json(self) -> str:
-        rows = [asdict(c) | {"verdict": c.verdict} for c in self.claims]
+        rows = [asdict(c) | {"verdict": c.verdict, "items": list(c.items)} for c in self.claims]
         return json.dumps({"chapter": self.chapter, "claims": rows}, sort_keys=True)
 
     def report(self) -> None:
-        """Print the table and glue the JSON rows under ``claims`` (for the reproduction report)."""
-        print(self.table())
+        """Show the ledger (HTML on the site, the text table for nbval and terminals) and glue the
+        JSON rows under ``claims`` (for the reproduction report and the scorecards)."""
         try:
+            from IPython import get_ipython
+            from IPython.display import display
             from myst_nb import glue
         except ImportError:  # outside Jupyter: printing is enough
+            get_ipython = None
+        if get_ipython is None or get_ipython() is None:
+            print(self.table())
             return
+        display({"text/plain": self.table(), "text/html": self.html()}, raw=True)
         glue(GLUE_KEY, self.to_json(), display=False)
+
+
+def _bearing_label(c: Claim) -> str:
+    if c.bearing is None:
+        return "-"
+    return c.bearing + (" (proxy)" if c.proxy else "")

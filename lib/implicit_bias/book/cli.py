@@ -4,7 +4,8 @@ Usage (``python -m implicit_bias.book COMMAND --help`` for the options)::
 
     sync        [CHAPTER ...]                     regenerate .ipynb inputs from the .py sources
     execute     [CHAPTER ...] [--seed N] [-p K V] execute chapters in place (profile ci), or into --output
-    report                                        regenerate book/reproduction.md from the ledgers
+    report                                        regenerate the report, errata and intro summary from the ledgers
+    seeds       [CHAPTER ...] [--seeds 0-4]       seed sweep: execute on seeds 1-4, write book/robustness.md
     book        [--profile ci|full] [--jobs N]    execute every chapter into _build/<profile>/ and build the site
     build       [--source DIR]                    strict Jupyter Book build of a source tree
     build-page  NOTEBOOK                          strict build of the front matter plus one part
@@ -24,10 +25,11 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from . import seeds
 from .execute import execute_many, print_failures
 from .report import literal_or_text, write_report
-from .site import (announce, device_description, jupyter_book_build, stage_source,
-                   use_local_mathjax)
+from .site import (announce, device_description, jupyter_book_build, prepare_notebooks,
+                   stage_source, use_local_mathjax)
 from .sources import ROOT, resolve_chapters, sync
 
 
@@ -96,6 +98,7 @@ def cmd_book(args: argparse.Namespace) -> int:
     jobs = [(py, stage / py.relative_to(ROOT).with_suffix(".ipynb")) for py in chapters]
     print(f"executing {len(jobs)} chapter(s) in profile {profile!r} with {args.jobs} job(s)")
     outcomes = execute_many(jobs, params, out_root / "logs", args.jobs, timeout=args.timeout)
+    prepare_notebooks(stage)
     write_report(stage)
     when = time.strftime("%Y-%m-%d")
     announce(stage, f"Executed with profile <b>{profile}</b> on {device_description()} ({when}).")
@@ -171,6 +174,15 @@ def main(argv: Sequence[str] | None = None) -> int:
     p.add_argument("--out-dir", help="write executed notebooks under this folder")
     p.add_argument("--no-report", action="store_true", help="do not regenerate the report")
     p.set_defaults(func=cmd_execute)
+
+    p = sub.add_parser("seeds", help="execute chapters on several seeds and write the robustness page")
+    p.add_argument("chapters", nargs="*", help="chapter paths or name fragments (default: all)")
+    p.add_argument("--seeds", default="0-4", help="seeds, e.g. 0-4 or 0,3,7 (seed 0 is the committed run)")
+    p.add_argument("--jobs", type=int, default=1, help="chapters executed in parallel")
+    p.add_argument("--timeout", type=int, default=None, help="seconds per cell (default: none)")
+    p.add_argument("--collect-only", action="store_true",
+                   help="do not execute: gather the notebooks already under _build/seeds/")
+    p.set_defaults(func=seeds.cmd_seeds)
 
     p = sub.add_parser("report", help="regenerate book/reproduction.md from the ledgers")
     p.add_argument("--source", help="book source tree holding executed notebooks (default: repo)")

@@ -34,6 +34,27 @@ def stage_source(stage: Path) -> None:
     ignore = shutil.ignore_patterns("_build", "__pycache__", ".ipynb_checkpoints", "*.py")
     shutil.copytree(ROOT / "book", stage / "book", ignore=shutil.ignore_patterns("_build", "__pycache__"))
     shutil.copytree(ROOT / "chapters", stage / "chapters", ignore=ignore)
+    prepare_notebooks(stage)
+
+
+NBVAL_MARKER = "# NBVAL_"
+
+
+def prepare_notebooks(stage: Path) -> None:
+    """Make the staged notebooks ready for the site: drop the nbval marker comments
+    (``# NBVAL_CHECK_OUTPUT``), which mean something to the test suite, not to a reader."""
+    import nbformat
+
+    for path in sorted((stage / "chapters").rglob("*.ipynb")):
+        nb = nbformat.read(path, as_version=4)
+        changed = False
+        for cell in nb.cells:
+            if cell.cell_type == "code" and NBVAL_MARKER in cell.source:
+                lines = [ln for ln in cell.source.splitlines() if not ln.strip().startswith(NBVAL_MARKER)]
+                cell.source = "\n".join(lines)
+                changed = True
+        if changed:
+            nbformat.write(nb, path)
 
 
 def announce(stage: Path, text: str) -> None:

@@ -1,0 +1,262 @@
+"""What each paper got right: its checkable items (data in ``book/items/<part>.yml``), the claims
+that bear on each item, and the item's status.
+
+An items file lists every numbered statement of a paper, the unnumbered claims the chapters test,
+and every figure, table and experiment::
+
+    paper: le2022training            # BibTeX key
+    title: Training invariances and the low-rank phenomenon ...
+    short: Le & Jegelka
+    items:
+      - id: lemma3                   # unique within the part; claims cite it
+        title: Vertex-wise invariance under gradient flow
+        where: Sec. 3, Lemma 3, Eq. (4)
+        kind: lemma                  # theorem | lemma | proposition | corollary | definition |
+                                     # equation | claim | figure | table | experiment
+        note: why it is not tested   # optional
+
+A claim bears on items with a bearing (``supports``, ``contradicts``, ``qualifies``, ``control``;
+see :mod:`implicit_bias.claims`). The status of an item, from the claims citing it:
+
+- **contradicted**: some claim contradicts it (not through a proxy);
+- **proxy only**: every finding (non-control claim) on it goes through a stand-in;
+- **qualified**: some finding qualifies it (holds only under extra conditions or at this scale);
+- **reproduced**: findings support it and none qualifies or contradicts it;
+- **not tested**: no finding (possibly controls only: constructions checked, nothing that could
+  disagree with the paper).
+
+A claim whose verdict is FAIL makes the item **failing**: the run did not show what the page says.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from ..claims import BEARINGS, Claim
+
+ITEMS_FOLDER = Path("book") / "items"
+KINDS = ("theorem", "lemma", "proposition", "corollary", "definition", "equation", "claim",
+         "figure", "table", "experiment", "example", "algorithm", "remark")
+STATUSES = ("reproduced", "qualified", "contradicted", "proxy only", "not tested", "failing")
+
+
+@dataclass(frozen=True)
+class Item:
+    """One checkable item of a paper."""
+
+    id: str
+    title: str
+    where: str
+    kind: str
+    note: str = ""
+
+
+@dataclass
+class Paper:
+    """A part's paper and its checkable items."""
+
+    part: str
+    key: str
+    title: str
+    short: str
+    items: list[Item]
+
+    def item(self, id: str) -> Item | None:
+        return next((i for i in self.items if i.id == id), None)
+
+
+@dataclass
+class CitedClaim:
+    """A claim of a chapter, with where it comes from."""
+
+    chapter: str  # chapters/<part>/<name>, no suffix
+    claim: Claim
+
+    @property
+    def part(self) -> str:
+        return self.chapter.split("/")[1]
+
+
+@dataclass
+class ItemStatus:
+    item: Item
+    status: str
+    claims: list[CitedClaim] = field(default_factory=list)
+
+    @property
+    def findings(self) -> list[CitedClaim]:
+        return [c for c in self.claims if c.claim.bearing != "control"]
+
+
+def load_papers(root: Path) -> dict[str, Paper]:
+    """Every ``book/items/<part>.yml``, by part, validated (clear errors on a malformed file)."""
+    import yaml
+
+    papers: dict[str, Paper] = {}
+    for path in sorted((root / ITEMS_FOLDER).glob("*.yml")):
+        data = yaml.safe_load(path.read_text()) or {}
+        where = path.relative_to(root)
+        for key in ("paper", "title", "short", "items"):
+            if key not in data:
+                raise ValueError(f"{where}: missing top-level key {key!r}")
+        items, seen = [], set()
+        for n, raw in enumerate(data["items"]):
+            missing = [k for k in ("id", "title", "where", "kind") if k not in raw]
+            if missing:
+                raise ValueError(f"{where}: item {n} ({raw.get('id', '?')}) lacks {missing}")
+            if raw["id"] in seen:
+                raise ValueError(f"{where}: duplicate item id {raw['id']!r}")
+            if raw["kind"] not in KINDS:
+                raise ValueError(f"{where}: item {raw['id']!r} has kind {raw['kind']!r}; "
+                                 f"use one of {', '.join(KINDS)}")
+            seen.add(raw["id"])
+            items.append(Item(str(raw["id"]), str(raw["title"]), str(raw["where"]), raw["kind"],
+                              str(raw.get("note", "") or "")))
+        papers[path.stem] = Paper(path.stem, data["paper"], data["title"], data["short"], items)
+    return papers
+
+
+def item_status(claims: Sequence[CitedClaim]) -> str:
+    """The status of an item from the claims that cite it (rules in the module docstring)."""
+    if any(not c.claim.passed for c in claims):
+        return "failing"
+    findings = [c.claim for c in claims if c.claim.bearing != "control"]
+    if not findings:
+        return "not tested"
+    if any(c.bearing == "contradicts" and not c.proxy for c in findings):
+        return "contradicted"
+    if all(c.proxy for c in findings):
+        return "proxy only"
+    if any(c.bearing == "qualifies" for c in findings):
+        return "qualified"
+    return "reproduced"
+
+
+def statuses(paper: Paper, claims: Iterable[CitedClaim]) -> list[ItemStatus]:
+    by_item: dict[str, list[CitedClaim]] = {i.id: [] for i in paper.items}
+    for c in claims:
+        if c.part != paper.part:
+            continue
+        for item in c.claim.items:
+            if item in by_item:
+                by_item[item].append(c)
+    return [ItemStatus(i, item_status(by_item[i.id]), by_item[i.id]) for i in paper.items]
+
+
+def problems(papers: dict[str, Paper], claims: Iterable[CitedClaim]) -> list[str]:
+    """Claims without items or bearing, citing unknown items, or in a part with no items file."""
+    out = []
+    for c in claims:
+        where = f"{c.chapter}: claim {c.claim.id!r}"
+        paper = papers.get(c.part)
+        if paper is None:
+            out.append(f"{where}: no items file book/items/{c.part}.yml")
+            continue
+        if c.claim.bearing not in BEARINGS:
+            out.append(f"{where}: no bearing (one of {', '.join(BEARINGS)})")
+        if not c.claim.items:
+            out.append(f"{where}: bears on no item of book/items/{c.part}.yml")
+        unknown = [i for i in c.claim.items if paper.item(i) is None]
+        if unknown:
+            out.append(f"{where}: unknown item(s) {unknown} (not in book/items/{c.part}.yml)")
+    return out
+
+
+def _md(text: Any) -> str:
+    return str(text).replace("|", "\\|").replace("\n", " ")
+
+
+STATUS_BADGE = {
+    "reproduced": "reproduced", "qualified": "qualified", "contradicted": "**contradicted**",
+    "proxy only": "proxy only", "not tested": "*not tested*", "failing": "**FAILING**",
+}
+
+
+def counts(rows: Sequence[ItemStatus]) -> dict[str, int]:
+    return {s: sum(r.status == s for r in rows) for s in STATUSES}
+
+
+def share_with_finding(rows: Sequence[ItemStatus]) -> float:
+    return sum(bool(r.findings) for r in rows) / max(len(rows), 1)
+
+
+def claim_refs(cited: Sequence[CitedClaim]) -> str:
+    """Claim ids linked to their ledgers in the report (anchors ``claims-<part>-<name>``)."""
+    parts = []
+    for c in cited:
+        label = f"{c.claim.id} ({c.claim.bearing or '?'}{', proxy' if c.claim.proxy else ''})"
+        parts.append(f"[{_md(label)}](#{anchor(c.chapter)})")
+    return "; ".join(parts) if parts else ""
+
+
+def anchor(chapter: str) -> str:
+    return "claims-" + chapter.split("/", 1)[1].replace("/", "-").replace("_", "-")
+
+
+def render_scorecard(paper: Paper, rows: Sequence[ItemStatus]) -> list[str]:
+    n = counts(rows)
+    summary = ", ".join(f"{n[s]} {s}" for s in STATUSES if n[s])
+    lines = [
+        f"### {paper.short}: {paper.title}",
+        "",
+        f"{len(rows)} checkable items ({summary}); "
+        f"{share_with_finding(rows):.0%} have at least one falsifiable finding "
+        f"({{cite:t}}`{paper.key}`).",
+        "",
+        "| item | where | status | claims |",
+        "|---|---|---|---|",
+    ]
+    for r in rows:
+        claims = claim_refs(r.claims) or _md(r.item.note or "")
+        lines.append(f"| **{_md(r.item.id)}** {_md(r.item.title)} | {_md(r.item.where)} | "
+                     f"{STATUS_BADGE[r.status]} | {claims} |")
+    lines.append("")
+    return lines
+
+
+def render_summary(papers: dict[str, Paper], claims: Sequence[CitedClaim],
+                   order: Sequence[str]) -> str:
+    """The intro's summary of results: per paper, the counts of item statuses and the items the
+    runs contradict (generated, so it cannot drift from the ledgers)."""
+    lines = ["| paper | items | reproduced | qualified | contradicted | proxy only | not tested |",
+             "|---|---|---|---|---|---|---|"]
+    bullets = []
+    for part in order:
+        paper = papers.get(part)
+        if paper is None:
+            continue
+        rows = statuses(paper, claims)
+        n = counts(rows)
+        lines.append(f"| {paper.short} ({{doc}}`scorecard </book/reproduction>`) | {len(rows)} | "
+                     f"{n['reproduced']} | {n['qualified']} | {n['contradicted']} | "
+                     f"{n['proxy only']} | {n['not tested']} |")
+        contradicted = [r for r in rows if r.status == "contradicted"]
+        if contradicted:
+            names = "; ".join(f"{r.item.title} ({r.item.where})" for r in contradicted)
+            bullets.append(f"- **{paper.short}**: the runs contradict {names}.")
+    return "\n".join(lines + [""] + bullets) + "\n"
+
+
+def render_contradicted(papers: dict[str, Paper], claims: Sequence[CitedClaim],
+                        order: Sequence[str]) -> list[str]:
+    """The errata page's generated list: every contradicted item, with the claims that show it."""
+    lines: list[str] = []
+    for part in order:
+        paper = papers.get(part)
+        if paper is None:
+            continue
+        rows = [r for r in statuses(paper, claims) if r.status == "contradicted"]
+        if not rows:
+            continue
+        lines += [f"**{paper.short}** ({{cite:t}}`{paper.key}`)", ""]
+        for r in rows:
+            against = [c for c in r.claims if c.claim.bearing == "contradicts" and not c.claim.proxy]
+            pages = sorted({c.chapter for c in against})
+            links = ", ".join(f"{{doc}}`/{p}`" for p in pages)
+            ids = ", ".join(f"`{c.claim.id}`" for c in against)
+            lines.append(f"- {r.item.where}, {r.item.title}: contradicted by {ids} ({links}).")
+        lines.append("")
+    return lines

@@ -1,0 +1,105 @@
+"""Scorecards: the status of a paper's item from the claims that cite it, the validation of the
+items files and of the claims' citations, and the seed-sweep helpers."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from implicit_bias.book import scorecards as sc
+from implicit_bias.book import seeds
+from implicit_bias.claims import Claim
+
+
+def cited(bearing: str | None, passed: bool = True, proxy: bool = False, items=("thm1",),
+          chapter: str = "chapters/part/01_x") -> sc.CitedClaim:
+    return sc.CitedClaim(chapter, Claim("c", "s", "st", "p", "1", "< 2", passed, tuple(items), bearing, proxy))
+
+
+@pytest.mark.parametrize("claims, status", [
+    ([], "not tested"),
+    ([cited("control")], "not tested"),
+    ([cited("supports")], "reproduced"),
+    ([cited("supports"), cited("control")], "reproduced"),
+    ([cited("supports"), cited("qualifies")], "qualified"),
+    ([cited("supports"), cited("contradicts")], "contradicted"),
+    ([cited("contradicts", proxy=True), cited("supports")], "reproduced"),
+    ([cited("supports", proxy=True)], "proxy only"),
+    ([cited("supports", proxy=True), cited("qualifies", proxy=True)], "proxy only"),
+    ([cited("supports", proxy=True), cited("supports")], "reproduced"),
+    ([cited("supports"), cited("control", passed=False)], "failing"),
+])
+def test_item_status(claims, status):
+    assert sc.item_status(claims) == status
+
+
+def write_items(root: Path, text: str) -> None:
+    (root / "book" / "items").mkdir(parents=True, exist_ok=True)
+    (root / "book" / "items" / "part.yml").write_text(text)
+
+
+ITEMS = """\
+paper: key2024
+title: A paper
+short: Someone
+items:
+  - {id: thm1, title: First theorem, where: Sec. 2, kind: theorem}
+  - {id: fig1, title: First figure, where: Fig. 1, kind: figure, note: needs ImageNet}
+"""
+
+
+def test_load_papers_and_statuses(tmp_path: Path):
+    write_items(tmp_path, ITEMS)
+    paper = sc.load_papers(tmp_path)["part"]
+    assert [i.id for i in paper.items] == ["thm1", "fig1"]
+    rows = sc.statuses(paper, [cited("contradicts"), cited("supports", chapter="chapters/other/01_y")])
+    assert [r.status for r in rows] == ["contradicted", "not tested"]
+    assert sc.share_with_finding(rows) == 0.5
+    page = "\n".join(sc.render_scorecard(paper, rows))
+    assert "**contradicted**" in page and "needs ImageNet" in page and "50%" in page
+
+
+@pytest.mark.parametrize("text, message", [
+    (ITEMS.replace("short: Someone\n", ""), "missing top-level key 'short'"),
+    (ITEMS.replace("kind: figure", "kind: picture"), "kind 'picture'"),
+    (ITEMS.replace("id: fig1", "id: thm1"), "duplicate item id 'thm1'"),
+    (ITEMS.replace(", where: Sec. 2", ""), "lacks \\['where'\\]"),
+])
+def test_malformed_items_files_are_named(tmp_path: Path, text: str, message: str):
+    write_items(tmp_path, text)
+    with pytest.raises(ValueError, match=message):
+        sc.load_papers(tmp_path)
+
+
+def test_problems_name_the_claim(tmp_path: Path):
+    write_items(tmp_path, ITEMS)
+    papers = sc.load_papers(tmp_path)
+    found = sc.problems(papers, [cited("supports"), cited(None), cited("supports", items=()),
+                                 cited("supports", items=("thm9",)),
+                                 cited("supports", chapter="chapters/nopart/01_z")])
+    assert len(found) == 4
+    assert "no bearing" in found[0] and "bears on no item" in found[1]
+    assert "unknown item(s) ['thm9']" in found[2] and "no items file" in found[3]
+
+
+def test_parse_seeds():
+    assert seeds.parse_seeds("0-4") == [0, 1, 2, 3, 4]
+    assert seeds.parse_seeds("3,1,1-2") == [1, 2, 3]
+    for bad in ("", "a", "4-1", "-1"):
+        with pytest.raises(SystemExit):
+            seeds.parse_seeds(bad)
+
+
+def test_robustness_page_counts_failures():
+    data = {"seeds": [0, 1, 2], "chapters": {"chapters/p/01_a": {"failed": [2], "claims": {
+        "x": {"statement": "s", "runs": {"0": {"measured": "1.5", "verdict": "PASS"},
+                                          "1": {"measured": "2.5", "verdict": "PASS"},
+                                          "2": {"measured": "0.5", "verdict": "PASS"}}},
+        "y": {"statement": "s", "runs": {"0": {"measured": "3 of 3", "verdict": "PASS"},
+                                          "1": {"measured": "2 of 3", "verdict": "FAIL"}}}}}}}
+    page = seeds.render_page(data, {"chapters/p/01_a": "Title A"})
+    assert "**1 of 2 claims hold on every seed**" in page
+    assert "| `x` | 3 / 3 | - | 0.5 | 1.5 | 2.5 |" in page
+    assert "| `y` | 1 / 3 | 1, 2 |" in page
+    assert "did not finish on seed(s) 2" in page
