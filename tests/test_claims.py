@@ -146,3 +146,12 @@ def test_html_escapes_and_marks_verdicts() -> None:
     assert "a &lt; b &amp; c" in page and "&lt;x&gt;" in page
     assert page.count('class="claim-fail"') == 1 and page.count('class="claim-pass"') == 4
     assert "bearing-contradicts" in page and "4 of 5 claims hold." in page
+
+
+def test_data_used_is_printed_and_glued() -> None:
+    led = make_ledger()
+    led.uses_data("the digits (fallback: MNIST not found)")
+    assert "Data: the digits (fallback: MNIST not found)" in led.table()
+    assert json.loads(led.to_json())["data"] == "the digits (fallback: MNIST not found)"
+    assert "Data: the digits" in led.html()
+    assert "Data:" not in make_ledger().table()

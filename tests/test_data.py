@@ -356,3 +356,18 @@ def test_load_cifar10c(tmp_path, monkeypatch):
     np.save(folder / "fog.npy", imgs[:, :, :, :1])
     with pytest.raises(ValueError, match="expected"):
         D.load_cifar10c("fog", 1)
+
+
+def test_load_or_fallback_stops_unless_asked(tmp_path, capsys):
+    """A missing data set stops the run with what to do, unless the fallback is opted in; the
+    description then says what was used."""
+    def missing():
+        return D.load_mnist("train", root=tmp_path)
+
+    with pytest.raises(D.DataNotFound, match="allow_fallback=True"):
+        D.load_or_fallback(missing, lambda: "digits", name="MNIST", fallback_name="the digits")
+    value, used = D.load_or_fallback(missing, lambda: "digits", name="MNIST",
+                                     fallback_name="the digits", allow_fallback=True)
+    assert value == "digits" and used == "the digits (fallback: MNIST not found)"
+    assert "allow_fallback=True was given" in capsys.readouterr().out
+    assert D.load_or_fallback(lambda: 1, lambda: 2, name="A", fallback_name="B") == (1, "A")

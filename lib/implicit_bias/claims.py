@@ -73,6 +73,12 @@ class Ledger:
     def __init__(self, chapter: str) -> None:
         self.chapter = chapter
         self.claims: list[Claim] = []
+        self.data: str | None = None
+
+    def uses_data(self, description: str) -> None:
+        """Say which data the run really used (e.g. the second value of
+        :func:`implicit_bias.data.load_or_fallback`); the ledger prints it under the table."""
+        self.data = description
 
     def _add(self, id: str, source: str, statement: str, paper: str, measured: str,
              tolerance: str, passed: bool, items: Items, bearing: Bearing | None,
@@ -156,6 +162,8 @@ class Ledger:
         out += [line(r) for r in rows]
         n_pass = sum(c.passed for c in self.claims)
         out.append(f"{n_pass} of {len(self.claims)} claims hold.")
+        if self.data:
+            out.append(f"Data: {self.data}")
         statements = [f"  {c.id}: {c.statement}" for c in self.claims]
         return "\n".join(out + ["", "Statements:", *statements])
 
@@ -181,12 +189,16 @@ class Ledger:
                 f'<td class="verdict verdict-{verdict}"><b>{c.verdict}</b></td></tr>')
         n_pass = sum(c.passed for c in self.claims)
         out += ["</tbody></table>",
-                f'<p class="claims-summary">{n_pass} of {len(self.claims)} claims hold.</p>', "</div>"]
+                f'<p class="claims-summary">{n_pass} of {len(self.claims)} claims hold.'
+                + (f" Data: {esc(self.data)}." if self.data else "") + "</p>", "</div>"]
         return "\n".join(out)
 
     def to_json(self) -> str:
         rows = [asdict(c) | {"verdict": c.verdict, "items": list(c.items)} for c in self.claims]
-        return json.dumps({"chapter": self.chapter, "claims": rows}, sort_keys=True)
+        payload = {"chapter": self.chapter, "claims": rows}
+        if self.data:
+            payload["data"] = self.data
+        return json.dumps(payload, sort_keys=True)
 
     def report(self) -> None:
         """Show the ledger (HTML on the site, the text table for nbval and terminals) and glue the

@@ -26,9 +26,10 @@ import os
 import pickle
 import random
 import struct
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, fields
 from pathlib import Path
+from typing import TypeVar
 
 import numpy as np
 import torch
@@ -54,6 +55,7 @@ __all__ = [
     "load_cifar10",
     "load_cifar10c",
     "load_mnist",
+    "load_or_fallback",
     "mnist1d",
     "rotation",
     "separable",
@@ -576,6 +578,34 @@ def _missing(what: str, names: Sequence[str], folders: Sequence[Path],
         f"argument, else the environment variable {DATA_ENV}, else ./data. To get the data, "
         f"download {_HOW_TO_GET[dataset]}."
     )
+
+
+T = TypeVar("T")
+
+
+def load_or_fallback(load: Callable[[], T], fallback: Callable[[], T], *, name: str,
+                     fallback_name: str, allow_fallback: bool = False) -> tuple[T, str]:
+    """Load a data set that may be missing (the ``full`` profile's MNIST, CIFAR-10, ...).
+
+    Returns ``(data, description)``, where the description names what was really used, for the
+    chapter's run line and ledger. When ``load`` raises :class:`DataNotFound`, the run stops with
+    that message (which says where to put the files and how to get them) plus how to opt in to the
+    fallback, unless ``allow_fallback`` is set (the chapters' ``allow_fallback`` parameter): then it
+    prints one line saying so and returns ``fallback()``, described as a fallback.
+    """
+    try:
+        return load(), name
+    except DataNotFound as err:
+        if not allow_fallback:
+            raise DataNotFound(
+                f"{err}\n{name} is not available, and this chapter does not fall back to "
+                f"{fallback_name} unless asked: put the data in place, or re-run with the "
+                f"parameter allow_fallback=True (e.g. -p allow_fallback True); the page then says "
+                f"that it used {fallback_name}."
+            ) from None
+        used = f"{fallback_name} (fallback: {name} not found)"
+        print(f"data: {used}; allow_fallback=True was given.\n{err}")
+        return fallback(), used
 
 
 def _check_split(split: str) -> None:

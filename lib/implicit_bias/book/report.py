@@ -78,6 +78,7 @@ class ChapterLedger:
     run: str
     claims: list[Claim]
     executed: bool = True
+    data: str = ""
 
     @property
     def n_pass(self) -> int:
@@ -96,7 +97,8 @@ def collect_ledgers(source_root: Path, chapters: Sequence[Path]) -> list[Chapter
         glued = read_glued(nb)
         ledger = glued.get("claims") or {}
         claims = [Claim.from_dict(r) for r in ledger.get("claims", [])]
-        out.append(ChapterLedger(str(rel), chapter_title(nb), glued.get("run_info", "") or "", claims))
+        out.append(ChapterLedger(str(rel), chapter_title(nb), glued.get("run_info", "") or "", claims,
+                                 data=ledger.get("data", "")))
     return out
 
 
@@ -144,7 +146,8 @@ def render_report(source_root: Path, chapters: Sequence[Path]) -> str:
     lines += ["## Chapters", "", "| chapter | run | claims |", "|---|---|---|"]
     for led in ledgers:
         title = f"{{doc}}`{led.title} </{led.chapter}>`" if led.executed else led.chapter
-        lines.append(f"| {title} | {led.run or 'not executed'} | {led.n_pass} / {len(led.claims)} |")
+        run = (led.run or "not executed") + (f" (data: {led.data})" if led.data else "")
+        lines.append(f"| {title} | {_md_cell(run)} | {led.n_pass} / {len(led.claims)} |")
     lines.append("")
     lines += ["## Ledgers", ""]
     for led in executed:
