@@ -290,6 +290,20 @@ def test_book_commands_of_the_workflows_are_accepted_by_the_cli(monkeypatch: pyt
         parse_book_command(argv, monkeypatch)
 
 
+def test_library_names_the_workflows_import_exist():
+    """Scripts like ``python -c 'from implicit_bias.book import stage_source; ...'`` break
+    silently when the name moves; check every such import against the library."""
+    import importlib
+
+    runs = "\n".join(_runs(j) for wf in load_workflows().values() for j in wf["jobs"].values())
+    imports = re.findall(r"from (implicit_bias[\w.]*) import ([\w, ]+)", runs)
+    assert imports, "no `from implicit_bias... import ...` in the workflows"
+    for module, names in imports:
+        mod = importlib.import_module(module)
+        missing = [n.strip() for n in names.split(",") if not hasattr(mod, n.strip())]
+        assert not missing, f"the workflows import {missing} from {module}, which has no such name"
+
+
 def test_make_book_full_passes_profile_and_jobs_to_the_cli(monkeypatch: pytest.MonkeyPatch):
     """`make book PROFILE=full JOBS=3` (what the GPU job runs) reaches the CLI as profile full,
     3 jobs (dry run: make -n prints the commands without running them)."""
@@ -524,6 +538,30 @@ def test_how_to_run_documents_the_gpu_runner():
     assert not missing, f"the section {heading!r} does not mention {missing}"
 
 
+#: The readers of local data sets and the names the how-to-run page gives them.
+DATA_SETS = {"load_mnist": "MNIST", "load_cifar10": "CIFAR-10", "load_cifar10c": "CIFAR-10-C"}
+
+
+def undocumented_data_sets(how_to_run: str) -> list[str]:
+    """Readers of local data sets that chapters call but the section "Data sets of the full
+    profile" does not describe (each data set there is a definition-list term: its name alone on
+    a line)."""
+    chapters = sorted((ROOT / "chapters").glob("*/*.py"))
+    used = {name for py in chapters for name in re.findall(r"data\.(load_\w+)\(", py.read_text())}
+    used.discard("load_or_fallback")
+    section = how_to_run.split("### Data sets of the full profile", 1)[-1].split("\n### ", 1)[0]
+    return sorted(n for n in used if n not in DATA_SETS or f"\n{DATA_SETS[n]}\n" not in section)
+
+
+def test_every_data_set_a_chapter_reads_is_documented_for_the_runner():
+    """A chapter that reads a new local data set must say where it goes and how to get it."""
+    undocumented = undocumented_data_sets(HOW_TO_RUN.read_text())
+    assert not undocumented, (
+        f"chapters read data sets through {undocumented}, which the section 'Data sets of the full "
+        "profile' of book/how_to_run.md does not describe (add it there and to DATA_SETS here)"
+    )
+
+
 # ------------------------------------------------------------------------------------------------
 # Negative controls: each check fails on a copy broken on purpose
 # ------------------------------------------------------------------------------------------------
@@ -674,3 +712,10 @@ def test_cli_check_fails_on_an_unknown_option(monkeypatch: pytest.MonkeyPatch):
     with pytest.raises(SystemExit) as exit_info:
         parse_book_command(["book", "--gpus", "2"], monkeypatch)
     assert exit_info.value.code == 2
+
+
+def test_data_set_check_fails_when_a_data_set_is_not_described():
+    text = HOW_TO_RUN.read_text()
+    assert "\nCIFAR-10-C\n" in text
+    renamed = text.replace("\nCIFAR-10-C\n", "\nCIFAR10C\n")
+    assert undocumented_data_sets(renamed) == ["load_cifar10c"]
