@@ -335,3 +335,28 @@ def test_ntk_trace_and_operator_norm_match_the_full_kernel() -> None:
     lin = models.MLP(4, 2, depth=1).double()
     lin_top = torch.linalg.eigvalsh(X @ X.T + 1)[-1].item()
     assert spectra.ntk_operator_norm(lin, X, iters=500, rtol=1e-12) == pytest.approx(lin_top, rel=1e-6)
+
+
+def test_hessian_top_eigenvalue_matches_the_dense_hessian() -> None:
+    torch.manual_seed(1)
+    net = models.MLP(3, 2, width=4, depth=2).double()
+    X, Y = torch.randn(6, 3, dtype=D), torch.randn(6, 2, dtype=D)
+    loss = lambda f: 0.5 * (f(X) - Y).pow(2).sum(1).mean()
+    params = {k: v.detach() for k, v in net.named_parameters()}
+    flat = torch.cat([p.reshape(-1) for p in params.values()])
+    shapes = [(k, p.shape, p.numel()) for k, p in params.items()]
+
+    def unflat(v):
+        out, i = {}, 0
+        for k, s, n in shapes:
+            out[k] = v[i : i + n].reshape(s)
+            i += n
+        return out
+
+    from torch.func import functional_call as fc
+    H = torch.autograd.functional.hessian(lambda v: loss(lambda Z: fc(net, unflat(v), (Z,))) + 0.05 * v.pow(2).sum(), flat)
+    ev = torch.linalg.eigvalsh(H)
+    top = ev[ev.abs().argmax()].item()
+    value = spectra.hessian_top_eigenvalue(net, loss, weight_decay=0.1, iters=2000, rtol=1e-12,
+                                           generator=torch.Generator().manual_seed(0))
+    assert value == pytest.approx(top, rel=1e-5)

@@ -22,8 +22,8 @@
 # computed exactly at finite depth, in float64: the expansion for deep linear networks, the
 # finite-depth inequality behind Theorem 3, the explicit networks of the proofs of Theorem 3(3),
 # Proposition 4(3) and Proposition 5, Example 20 (optimal representations that diverge), and
-# Proposition 13. No network is trained here; the next pages of
-# this part train them.
+# Proposition 13. No network is trained here; the next pages train
+# them ({doc}`02_depth_sweep`, {doc}`03_ntk_and_narrow_minima`, {doc}`04_symmetry_learning`).
 #
 # :::{admonition} What this page shows
 # - For linear maps the expansion $R(A;L)=L\,\mathrm{Rank}A+2\log|A|_++\frac1{2L}\|\log_+A^\top
@@ -591,7 +591,7 @@ plt.close(fig)
 # ## The reading guide's suspected errata, checked
 #
 # Our reading guide listed fourteen suspected errata; those on this page's statements are decided
-# here (the others on the third page of this part). Confirmed ones with consequences are on the
+# here (the others on {doc}`03_ntk_and_narrow_minima`). Confirmed ones with consequences are on the
 # {doc}`errata page </book/errata>`.
 #
 # | suspected erratum | verdict | evidence |

@@ -256,3 +256,38 @@ def ntk_operator_norm(model: nn.Module, X: torch.Tensor, iters: int = 200, rtol:
             return new
         value = new
     return value
+
+
+def hessian_top_eigenvalue(model: nn.Module, loss: Callable[[torch.Tensor], torch.Tensor], weight_decay: float = 0.0,
+                           iters: int = 100, rtol: float = 1e-6, generator: torch.Generator | None = None) -> float:
+    """Eigenvalue of largest magnitude of the Hessian of ``loss(model) + (weight_decay / 2)
+    ||theta||^2`` with respect to all parameters, matrix-free: power iteration on Hessian-vector
+    products (forward-over-reverse, ``torch.func.jvp`` of ``torch.func.grad``). ``loss`` maps the
+    parameters' forward pass to a scalar: it receives a function ``f(X)`` evaluating the model
+    with the current parameters, e.g. ``lambda f: 0.5 * (f(X) - Y).pow(2).sum(1).mean()``."""
+    from torch.func import grad, jvp
+
+    params = {k: v.detach() for k, v in model.named_parameters()}
+
+    def objective(p: dict[str, torch.Tensor]) -> torch.Tensor:
+        value = loss(lambda X: functional_call(model, p, (X,)))
+        if weight_decay:
+            value = value + 0.5 * weight_decay * sum(t.pow(2).sum() for t in p.values())
+        return value
+
+    g = grad(objective)
+    v = {k: torch.randn(t.shape, generator=generator, dtype=t.dtype).to(t.device) for k, t in params.items()}
+    norm = sum(t.pow(2).sum() for t in v.values()).sqrt()
+    v = {k: t / norm for k, t in v.items()}
+    value = 0.0
+    for _ in range(iters):
+        _, Hv = jvp(g, (params,), (v,))
+        new = float(sum((Hv[k] * v[k]).sum() for k in v))
+        norm = sum(t.pow(2).sum() for t in Hv.values()).sqrt()
+        if float(norm) == 0.0:
+            return 0.0
+        v = {k: t / norm for k, t in Hv.items()}
+        if abs(new - value) <= rtol * abs(new):
+            return new
+        value = new
+    return value
