@@ -26,8 +26,8 @@
 # against a closed form for the limit. It also finds things the paper does not say: runs where
 # one neuron ends up active on both inputs reach clearly lower stable ranks, and the paper's
 # remark that Theorem 3 "should hold also under weaker assumptions on the initialization"
-# holds on the paper's own dataset but fails for wide input angles under the paper's own
-# initialisation.
+# cannot be rejected on the paper's own dataset but fails for wide input angles under the paper's
+# own initialisation.
 #
 # :::{admonition} What this page shows
 # - Rank is measured by the stable rank $\mathrm{srank}(W)=\|W\|_F^2/\|W\|_2^2$
@@ -44,7 +44,8 @@
 # - Runs that end with a neuron active on both inputs are covered by no theorem, and reach
 #   lower stable ranks than the others.
 # - Theorem 3's probability bound holds with its hypothesis $\mathbf v(0)=\mathbf 0$. Under the
-#   paper's own initialisation it holds on the paper's dataset and fails at wide angles, contrary
+#   paper's own initialisation it is not rejected on the paper's dataset (the frequency of the
+#   event is close to the bound there) and fails at wide angles, contrary
 #   to a remark in the paper ({doc}`/book/errata`): split starts with
 #   $\mathbf w_i(0)^\top\mathbf x_j+\mathbf v_i(0)^\top\mathbf y_j<0$ die.
 #
@@ -424,12 +425,15 @@ ledger.holds("lemma5-frozen", "Lemma 5", "runs that start with a neuron in D, ru
              "simulator's stopping rule: none converges and the dead neurons never move (bitwise)",
              "dead neurons stay dead", f"{dead_conv} of {int(dead0.sum())} converge, frozen: {dead_frozen}",
              dead_conv == 0 and dead_frozen, items="lemma5", bearing="control")
-ledger.above("thm2-rank2-fig1", "Thm 2", "every converged run has rank W = 2 (min s2/s1 over converged runs; "
-             f"Theorem 1's rank-1 interpolant of the same data: {r1_ratio:.0e})", "rank 2", ratio_min, 1e-3,
-             items="thm2", bearing="supports")
-ledger.above("fig1-away-from-1", "Fig. 1", "every converged run has srank of both layers above 1.05 (Theorem 1's "
-             f"rank-1 interpolant of the same data: {r1_srank:.2f})", "bounded away from 1",
-             float(min(sr_W[conv].min(), sr_V[conv].min())), 1.05, items=["fig1", "sec31-high-prob"], bearing="supports")
+ledger.above("thm2-rank2-fig1", "Thm 2", "every converged run has rank W = 2 (min s2/s1 over converged runs)",
+             "rank 2", ratio_min, 1e-3, items="thm2", bearing="supports")
+ledger.above("fig1-away-from-1", "Fig. 1", "every converged run has srank of both layers above 1.05",
+             "bounded away from 1", float(min(sr_W[conv].min(), sr_V[conv].min())), 1.05,
+             items=["fig1", "sec31-high-prob"], bearing="supports")
+ledger.holds("rank1-control", "Thm 1", "negative control: Theorem 1's rank-1 interpolant of the same data fails "
+             "both checks above (s2/s1 < 1e-3 and srank < 1.05)", "-", "fails both" if r1_ratio < 1e-3 and
+             r1_srank < 1.05 else "passes one", r1_ratio < 1e-3 and r1_srank < 1.05, items=["thm2", "fig1"],
+             bearing="control")
 ledger.close("fig1-split-srank", "Lemma 6", "runs that end split have srank(W) = 2/(1+|cos theta|), the value "
              "Lemma 6's angle interval forces at this initialisation (max deviation)", "angle in [pi - theta, "
              "theta + O(init))", float((sr_W[split_end] - ideal0).abs().max()), 0.0, atol=0.01, items="lemma6",
@@ -558,8 +562,8 @@ plt.close(fig)
 # Under Assumptions 1-2, let $\mathbf v_i(0)=\mathbf 0$ and
 # $\mathbf w_i(0)\in\operatorname{int}\mathcal S_i$ for $i=1,2$ (or with the inputs swapped),
 # and let $p_i=\mathbf w_i(0)^\top\mathbf x_i$. Then GF converges to zero loss with
-# $$\mathbf w_i(\infty)=\mathbf w_i(0)+(s_i-p_i)\mathbf x_i,\qquad
-# \mathbf v_i(\infty)=\mathbf y_i/s_i,\qquad s_i^2=\tfrac12\big(p_i^2+\sqrt{p_i^4+4}\big).$$
+# $$\begin{aligned}\mathbf w_i(\infty)&=\mathbf w_i(0)+(s_i-p_i)\mathbf x_i,\qquad
+# \mathbf v_i(\infty)=\mathbf y_i/s_i,\\ s_i^2&=\tfrac12\big(p_i^2+\sqrt{p_i^4+4}\big).\end{aligned}$$
 # As $\mathbf w(0)\to0$, $W(\infty)\to X^\top$, so $\mathrm{srank}(W(\infty))\to2/(1+|\cos\theta|)$,
 # which tends to 1 as $\theta\to\pi$.
 # ```
@@ -940,8 +944,9 @@ plt.close(fig)
 #
 # Under Theorem 3's initialisation the bound is not rejected on any dataset tested (99%
 # Clopper-Pearson intervals). Under the paper's initialisation it is not rejected on the paper's
-# own dataset ($\Pr[E]$ = {glue:text}`rank1-pE-paper` against {glue:text}`rank1-bound-paper`), and
-# is clearly violated at
+# own dataset ($\Pr[E]$ = {glue:text}`rank1-pE-paper` against {glue:text}`rank1-bound-paper`; on
+# other seeds the estimate falls on either side of the bound, {doc}`/book/robustness`, so the data
+# neither confirm nor reject it there), and is clearly violated at
 # {glue:text}`rank1-thm3-wide` degrees. Which runs die? With $\mathbf v(0)=0$ every split start
 # converges (Lemma 13). With the paper's initialisation only {glue:text}`rank1-split-conv-lo` to
 # {glue:text}`rank1-split-conv-hi` of the split starts converge, on every dataset, the paper's
@@ -958,7 +963,7 @@ plt.close(fig)
 # the torus. At the paper's angle, starts with a neuron in $\mathcal S$ (width
 # $\pi-\theta\approx\pi/2$) often converge inside the event's intervals and make up for the dead
 # split starts; at wide angles $\mathcal S$ is thin and nothing compensates. Theorem 3 needs
-# $\mathbf v(0)=0$ for the probability bound beyond the paper's own dataset; see
+# $\mathbf v(0)=0$ for the probability bound at wide angles; see
 # {doc}`/book/errata`. None of this rescues rank minimisation: the event fails because runs
 # die, not because they become low-rank.
 #
@@ -972,8 +977,8 @@ plt.close(fig)
 # Theorem 3's bound holds with $\mathbf v(0)=\mathbf 0$. Three things the paper does not say: the
 # stable rank of split runs is $2/(1+|\cos\theta|)$, so the distance from rank 1 vanishes as
 # $\theta\to\pi$; runs with a neuron active on both inputs are covered by no theorem and reach
-# lower stable ranks; and under the paper's own initialisation Theorem 3's bound holds on the
-# paper's dataset but fails at wide angles, because split starts with
+# lower stable ranks; and under the paper's own initialisation Theorem 3's bound cannot be
+# rejected on the paper's dataset but fails at wide angles, because split starts with
 # $\mathbf w_i(0)^\top\mathbf x_j+\mathbf v_i(0)^\top\mathbf y_j<0$ die. The verdicts are collected
 # in {doc}`/book/errata`; how they fare on other seeds is on {doc}`/book/robustness`.
 #

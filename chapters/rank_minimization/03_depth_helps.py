@@ -327,7 +327,8 @@ for k in depths:
 # {glue:text}`rank3-sq-nc-n` networks are at or below it (for those the bound holds by the
 # argument above), and every hidden-to-hidden layer has stable rank at most
 # {glue:text}`rank3-sq-hid`: gradient descent on the constraint finds the construction itself, a
-# shallow interpolant followed by a chain of width 1. The mean ratio is above Theorem 4's bound at
+# shallow interpolant followed by rank-1 layers that carry a single channel, like the width-1
+# tail of the proof. The mean ratio is above Theorem 4's bound at
 # every depth for every minimum-norm interpolant; the interpolants closest to the initialisation,
 # whose norms are {glue:text}`rank3-sq-near-nc` times the construction's or more, fall below the
 # bound at depths {glue:text}`rank3-sq-near-fail`, so the bound is not a property of any
