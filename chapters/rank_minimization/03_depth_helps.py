@@ -373,6 +373,16 @@ ledger.holds("thm4-ratio-rises", "Sec. 4", "the mean ratio of minimum-norm inter
              items="sec4-l2", bearing="supports", proxy=True)
 
 # %%
+def depth_axis(ax, ticks: list[int], ylabel: str) -> None:
+    """Depth on a log2 axis with the sweep's depths as ticks; a dotted line at ratio 1."""
+    ax.axhline(1.0, color="k", lw=0.8, ls=":")
+    ax.set_xscale("log", base=2)
+    ax.set_xticks(ticks, [str(k) for k in ticks])
+    ax.minorticks_off()
+    ax.set_xlabel("depth $k'$")
+    ax.set_ylabel(ylabel)
+
+
 fig, axes = plotting.subplots(2, height=3.0)
 kk = np.arange(3, max(depths) + 1)
 ax = axes[0]
@@ -382,12 +392,7 @@ for i, (name, label) in enumerate((("min", "minimum-norm interpolants"), ("near"
         ax.plot(np.full(v.shape, k) * (1 + 0.05 * (2 * i - 1)), v, ".", color=plotting.color(i), alpha=0.6, ms=5)
     ax.plot(depths, [float(sq[k][name]["mean_r"].mean()) for k in depths], "-", color=plotting.color(i), label=label)
 ax.plot(kk, [dc.theorem4_bound(2, k, B4) for k in kk], "--", color="k", lw=1, label="Theorem 4 bound")
-ax.axhline(1.0, color="k", lw=0.8, ls=":")
-ax.set_xscale("log", base=2)
-ax.set_xticks(depths, [str(k) for k in depths])
-ax.minorticks_off()
-ax.set_xlabel("depth $k'$")
-ax.set_ylabel(r"mean over layers of $\|W_l\|_2/\|W_l\|_F$")
+depth_axis(ax, depths, r"mean over layers of $\|W_l\|_2/\|W_l\|_F$")
 ax.legend(fontsize=7, loc="lower left")
 ax = axes[1]
 for i, name in enumerate(("min", "near")):
@@ -395,12 +400,8 @@ for i, name in enumerate(("min", "near")):
         v = (sq[k][name]["norm"] / norm4[k]).numpy()
         ax.plot(np.full(v.shape, k) * (1 + 0.05 * (2 * i - 1)), v, ".", color=plotting.color(i), alpha=0.6, ms=5)
 ax.axhline(1.0, color="k", lw=1, ls="--", label="construction of Theorem 4")
-ax.set_xscale("log", base=2)
 ax.set_yscale("log")
-ax.set_xticks(deeper, [str(k) for k in deeper])
-ax.minorticks_off()
-ax.set_xlabel("depth $k'$")
-ax.set_ylabel(r"$\|\theta\|^2$ / construction's $\|\theta'\|^2$")
+depth_axis(ax, deeper, r"$\|\theta\|^2$ / construction's $\|\theta'\|^2$")
 ax.legend(fontsize=7, loc="upper left")
 glue("rank3-fig-square", fig, display=False)
 plt.close(fig)
@@ -580,13 +581,8 @@ for i, (arm, label) in enumerate((("square", "square loss: minimum-norm interpol
     ax.plot(depths, [float(vals[k].mean()) for k in depths], "-", color=plotting.color(i), label=label)
 ax.plot(kk, [dc.theorem4_bound(2, k, B4) for k in kk], "--", color=plotting.color(0), lw=1, label="Theorem 4 bound")
 ax.plot(kk, [dc.theorem5_bound(2, k, B5[2]) for k in kk], "--", color=plotting.color(1), lw=1, label="Theorem 5 bound")
-ax.axhline(1.0, color="k", lw=0.8, ls=":")
 ax.axhline(1 / math.sqrt(2), color="k", lw=0.8, ls=":")
-ax.set_xscale("log", base=2)
-ax.set_xticks(depths, [str(k) for k in depths])
-ax.minorticks_off()
-ax.set_xlabel("depth $k'$")
-ax.set_ylabel(r"mean over layers of $\|W_l\|_2/\|W_l\|_F$")
+depth_axis(ax, depths, r"mean over layers of $\|W_l\|_2/\|W_l\|_F$")
 ax.legend(fontsize=7, loc="lower left")
 ax = axes[1]
 for i, k in enumerate(depths):
