@@ -535,7 +535,7 @@ for key, val in {"notsep": n_not_sep, "total": E * len(depths), "eps0": f"{float
                  "lg-mid": f"{hid_deep:.2f}"}.items():
     glue(f"rank3-{key}", val, display=False)
 
-ledger.holds("separating", "setup", "at every depth at least 4 of the 5 networks separate the training data",
+ledger.holds("separating", "setup", f"at every depth at least {E - 1} of the {E} networks separate the training data",
              "separation", f"{min(int(s.sum()) for s in sep_all.values())} of {E} (worst depth)",
              min(int(s.sum()) for s in sep_all.values()) >= E - 1, tolerance=f">= {E - 1}", items="lemma1",
              bearing="control")
