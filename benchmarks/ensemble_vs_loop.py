@@ -125,15 +125,20 @@ def products_only(dims: list[int], n: int, members: int, steps: int, device: tor
                   dtype: torch.dtype, repeats: int) -> float:
     """Best time of ``steps`` repetitions of the batched matrix products of one stacked-engine
     step alone: the same calls on the same shapes (features first, shared data, sample axis
-    padded as the engine pads it), without activations, loss, bias gradients or bookkeeping.
-    Any implementation built on these kernels is at most this fast."""
-    E, m = members, n + ensembles._padding(n, device)
+    padded and members grouped as the engine does), without activations, loss, bias gradients
+    or bookkeeping. Any implementation built on these kernels is at most this fast."""
+    m = n + ensembles._padding(n, device)
     opts = {"device": device, "dtype": dtype}
     XT = torch.randn(dims[0], m, **opts)
-    Ws = [torch.randn(E, b, a, **opts) / a**0.5 for a, b in pairwise(dims)]
-    bs = [torch.zeros(E, b, 1, **opts) for b in dims[1:]]
+    per_member = max(dims[1:]) * m * XT.element_size()
+    groups = []
+    for members in ensembles._member_groups(members, per_member, device):
+        E = members.stop - members.start
+        groups.append(([torch.randn(E, b, a, **opts) / a**0.5 for a, b in pairwise(dims)],
+                       [torch.zeros(E, b, 1, **opts) for b in dims[1:]]))
 
-    def step() -> None:
+    def step(Ws: list[torch.Tensor], bs: list[torch.Tensor]) -> None:
+        E = Ws[0].shape[0]
         acts = [XT]
         for i, (W, b) in enumerate(zip(Ws, bs)):
             if i == 0:
@@ -152,9 +157,10 @@ def products_only(dims: list[int], n: int, members: int, steps: int, device: tor
 
     def run() -> None:
         for _ in range(steps):
-            step()
+            for Ws, bs in groups:
+                step(Ws, bs)
 
-    step()
+    step(*groups[0])
     seconds, _ = best_time(run, device, repeats)
     return seconds
 

@@ -407,3 +407,27 @@ def test_loss_scaled_steps_equal_train(engine, max_lr) -> None:
     with pytest.raises(ValueError, match="full-batch"):
         ensembles.train_ensemble(Ensemble.from_models(built), X, y, loss="logistic",
                                  loss_scaled_lr=True, batch_size=5, progress=False)
+
+
+def test_member_groups_change_nothing(monkeypatch) -> None:
+    """On the CPU, members with large activations are trained in groups (one member per group
+    here); losses, updates, per-member rates, metrics and frozen members are unchanged."""
+    monkeypatch.setattr(ensembles, "_CPU_GROUP_BYTES", 1)
+    assert ensembles._member_groups(3, 100, torch.device("cpu")) == [slice(0, 1), slice(1, 2),
+                                                                      slice(2, 3)]
+    X, y, k = data_for("mse")
+    torch.manual_seed(4)
+    built = [models.MLP(5, k, width=6, depth=3).double() for _ in range(3)]
+    assert_matches_solo(clones(built), X, y, "mse", 15, [0.05, 0.1, 0.2], torch.float64, 1e-10,
+                        weight_decay=1e-2)
+    ens = Ensemble.from_models(clones(built)())
+    hist = ensembles.train_ensemble(ens, X, y * 10, loss="mse", steps=30, progress=False,
+                                    lr=torch.tensor([0.05, 1e4, 0.05], dtype=torch.float64),
+                                    on_diverge="record", record_every=10,
+                                    metrics={"w": lambda e: e.params["layers.0.weight"].clone()})
+    assert hist.diverged.tolist() == [False, True, False] and hist.record_steps == [0, 10, 20, 30]
+    assert torch.equal(hist.records["w"][-1][1], ens.params["layers.0.weight"][1])
+    for i in (0, 2):
+        net = clones(built)()[i]
+        h = train.train(net, X, y * 10, loss="mse", steps=30, lr=0.05, progress=False)
+        assert torch.allclose(hist.loss[i], h.loss, rtol=0, atol=1e-10)

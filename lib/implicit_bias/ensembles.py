@@ -187,6 +187,25 @@ def _padding(n: int, device: torch.device) -> int:
     return pad if device.type == "cpu" and 0 < pad <= 0.03 * n else 0
 
 
+def _stacked_targets(y: torch.Tensor, loss: str, E: int, n: int, k: int, batched: bool,
+                     dtype: torch.dtype) -> torch.Tensor:
+    """Targets in the stacked engine's layout, ``(k, n)`` or ``(E, k, n)``; class labels one-hot."""
+    lead = (E,) if batched else ()
+    if loss == "ce":
+        if y.dtype.is_floating_point or y.shape != (*lead, n):
+            raise ValueError(
+                f"the stacked engine's 'ce' needs integer labels of shape {(*lead, n)}, "
+                f"got {y.dtype} {tuple(y.shape)} (use engine='vmap' for soft labels)")
+        if bool((y < 0).any()) or bool((y >= k).any()):
+            raise ValueError(f"class labels must lie in [0, {k}) for a network with {k} outputs")
+        onehot = torch.nn.functional.one_hot(y, k).to(dtype)
+        return onehot.transpose(-1, -2).contiguous()
+    if y.numel() != math.prod(lead) * n * k:
+        raise ValueError(f"targets of shape {tuple(y.shape)} do not match {n} outputs "
+                         f"of size {k} per member")
+    return y.to(dtype).reshape(*lead, n, k).transpose(-1, -2).contiguous()
+
+
 class _StackedMLP:
     """Forward, loss and hand-derived backward of an MLP ensemble on stacked weights.
 
@@ -198,41 +217,19 @@ class _StackedMLP:
     already scaled.
     """
 
-    def __init__(self, ens: Ensemble, loss: str, n: int, y: torch.Tensor, batched: bool) -> None:
-        self.layers = mlp_layers(ens)
-        self.E = ens.size
+    def __init__(self, layers: list[tuple[torch.Tensor, torch.Tensor | None]], act: nn.Module,
+                 loss: str) -> None:
+        self.layers = layers
+        self.E = layers[0][0].shape[0]
         self.loss = loss
-        self.n = n
-        act = ens.template.act
         self.act = ("relu" if isinstance(act, nn.ReLU) else "leaky" if isinstance(act, nn.LeakyReLU)
                     else "tanh" if isinstance(act, nn.Tanh) else "linear")
         self.slope = float(getattr(act, "negative_slope", 0.0))
-        self.k = self.layers[-1][0].shape[1]
-        self.batched = batched
-        self.targets_T = self._targets(y)
+        self.k = layers[-1][0].shape[1]
+        self.value: torch.Tensor | None = None
         self._inputs: list[torch.Tensor] = []
         self._grad: torch.Tensor | None = None
         self._ones: dict[int, torch.Tensor] = {}
-
-    def _targets(self, y: torch.Tensor) -> torch.Tensor:
-        """Targets in the engine's layout, ``(k, n)`` or ``(E, k, n)``; class labels one-hot."""
-        E, k, n = self.E, self.k, self.n
-        dtype = self.layers[0][0].dtype
-        lead = (E,) if self.batched else ()
-        if self.loss == "ce":
-            if y.dtype.is_floating_point or y.shape != (*lead, n):
-                raise ValueError(
-                    f"the stacked engine's 'ce' needs integer labels of shape {(*lead, n)}, "
-                    f"got {y.dtype} {tuple(y.shape)} (use engine='vmap' for soft labels)")
-            if bool((y < 0).any()) or bool((y >= k).any()):
-                raise ValueError(
-                    f"class labels must lie in [0, {k}) for a network with {k} outputs")
-            onehot = torch.nn.functional.one_hot(y, k).to(dtype)
-            return onehot.transpose(-1, -2).contiguous()
-        if y.numel() != math.prod(lead) * n * k:
-            raise ValueError(f"targets of shape {tuple(y.shape)} do not match {n} outputs "
-                             f"of size {k} per member")
-        return y.to(dtype).reshape(*lead, n, k).transpose(-1, -2).contiguous()
 
     def gradient_factor(self, m: int) -> float:
         """The constant that turns :meth:`_loss` 's gradient into ``dLoss/dZ`` for ``m`` samples."""
@@ -320,9 +317,9 @@ class _StackedMLP:
                 Z = self._activate_(Z)
                 inputs.append(Z)
             H = Z
-        value, self._grad = self._loss(H, T, colmask, m)
+        self.value, self._grad = self._loss(H, T, colmask, m)
         self._inputs = inputs
-        return value
+        return self.value
 
     def update(self, rate: float | torch.Tensor, decay: float | torch.Tensor,
                alive: torch.Tensor | None) -> None:
@@ -402,14 +399,17 @@ class _Batches:
 
 
 class _Engine:
-    """One engine's steps: :meth:`forward` gives the losses ``(E,)`` at the current parameters
-    on the batch of ``step``; :meth:`update` then takes the descent step from them."""
+    """One engine's steps. :meth:`forward` gives the losses ``(E,)`` at the current parameters
+    on the batch of ``step``, marks members with a non-finite loss as dead in ``alive`` (record
+    mode) and, with ``update``, also takes the descent step (fused, so that a group of members
+    is updated while its activations are still in cache); otherwise :meth:`update` takes it
+    later (when metrics must see the parameters in between)."""
 
-    def forward(self, step: int) -> torch.Tensor:  # pragma: no cover - interface
-        raise NotImplementedError
+    def forward(self, step: int, update: bool, alive: torch.Tensor | None) -> torch.Tensor:
+        raise NotImplementedError  # pragma: no cover
 
-    def update(self, alive: torch.Tensor | None) -> None:  # pragma: no cover - interface
-        raise NotImplementedError
+    def update(self, alive: torch.Tensor | None) -> None:
+        raise NotImplementedError  # pragma: no cover
 
 
 class _StepSizes:
@@ -423,10 +423,24 @@ class _StepSizes:
         self.uniform = not loss_scaled and (E == 1 or bool((rates == rates[0]).all()))
         self.first = float(rates[0])
 
-    def __call__(self, value: torch.Tensor) -> float | torch.Tensor:
+    def __call__(self, value: torch.Tensor, members: slice = slice(None)) -> float | torch.Tensor:
+        """Step sizes of ``members`` whose losses are ``value``."""
         if self.loss_scaled:
-            return torch.clamp(self.rates / value, max=self.max_lr)
-        return self.first if self.uniform else self.rates
+            return torch.clamp(self.rates[members] / value, max=self.max_lr)
+        return self.first if self.uniform else self.rates[members]
+
+
+#: on the CPU, members are trained in groups whose largest activation tensor stays under this
+#: size (one huge batched product with a short inner dimension is bound by memory traffic:
+#: 64 MLPs 64-256-256-10 on 1347 samples run ~1.3x faster in groups of 2 than all at once)
+_CPU_GROUP_BYTES = 4 * 2**20
+
+
+def _member_groups(E: int, per_member_bytes: int, device: torch.device) -> list[slice]:
+    if device.type != "cpu":
+        return [slice(0, E)]
+    size = max(1, min(E, _CPU_GROUP_BYTES // max(per_member_bytes, 1)))
+    return [slice(start, min(start + size, E)) for start in range(0, E, size)]
 
 
 class _StackedEngine(_Engine):
@@ -436,40 +450,58 @@ class _StackedEngine(_Engine):
         for name, p in ens.params.items():  # the products view the weights as matrices
             if not p.is_contiguous():
                 ens.params[name] = p.contiguous()
+        layers = mlp_layers(ens)
+        E, k = ens.size, layers[-1][0].shape[1]
         X = X.flatten(2) if batched else X.flatten(1)
-        self.net = _StackedMLP(ens, loss, n, y, batched)
         XT = X.transpose(-1, -2).contiguous()
+        T = _stacked_targets(y, loss, E, n, k, batched, ens.dtype)
         self.m = n if batch_size is None else batch_size
         self.pad = _padding(self.m, ens.device)
         self.colmask: torch.Tensor | None = None
         if self.pad:
             self.colmask = torch.ones(self.m + self.pad, dtype=XT.dtype, device=XT.device)
             self.colmask[self.m:] = 0
-        T = self.net.targets_T
         if self.pad and batch_size is None:   # pad once; mini-batches are padded as drawn
             XT, T = self._padded(XT), self._padded(T)
         self.data = _Batches([XT, T], [-1, -1], n, batch_size, generator)
-        self.factor = self.net.gradient_factor(self.m)
+        widest = max(W.shape[1] for W, _ in layers)
+        per_member = widest * (self.m + self.pad) * layers[0][0].element_size()
+        self.groups = []
+        for members in _member_groups(E, per_member, ens.device):
+            views = [(W[members], None if b is None else b[members]) for W, b in layers]
+            self.groups.append((members, _StackedMLP(views, ens.template.act, loss)))
+        self.factor = self.groups[0][1].gradient_factor(self.m)
         self.sizes, self.weight_decay = sizes, weight_decay
         self.minibatches = batch_size is not None
-        self.value: torch.Tensor | None = None
 
     def _padded(self, A: torch.Tensor) -> torch.Tensor:
         return torch.nn.functional.pad(A, (0, self.pad))
 
-    def forward(self, step: int) -> torch.Tensor:
-        XT, T = self.data.get(step)
-        if self.pad and self.minibatches:
-            XT, T = self._padded(XT), self._padded(T)
-        self.value = self.net.forward(XT, T, self.colmask, self.m)
-        return self.value
-
-    def update(self, alive: torch.Tensor | None) -> None:
-        step = self.sizes(self.value)
+    def _update(self, members: slice, net: _StackedMLP, alive: torch.Tensor | None) -> None:
+        step = self.sizes(net.value, members)
         if isinstance(step, torch.Tensor):
             step = step.view(-1, 1, 1)
         decay = 1 - step * self.weight_decay if self.weight_decay else 1.0
-        self.net.update(step * self.factor, decay, alive)
+        net.update(step * self.factor, decay, None if alive is None else alive[members])
+
+    def forward(self, step: int, update: bool, alive: torch.Tensor | None) -> torch.Tensor:
+        XT, T = self.data.get(step)
+        if self.pad and self.minibatches:
+            XT, T = self._padded(XT), self._padded(T)
+        values = []
+        for members, net in self.groups:
+            value = net.forward(XT if XT.dim() == 2 else XT[members],
+                                T if T.dim() == 2 else T[members], self.colmask, self.m)
+            if alive is not None:
+                alive[members].logical_and_(torch.isfinite(value))
+            if update:
+                self._update(members, net, alive)
+            values.append(value)
+        return values[0] if len(values) == 1 else torch.cat(values)
+
+    def update(self, alive: torch.Tensor | None) -> None:
+        for members, net in self.groups:
+            self._update(members, net, alive)
 
 
 class _VmapEngine(_Engine):
@@ -489,11 +521,15 @@ class _VmapEngine(_Engine):
         self.grads: Params = {}
         self.value: torch.Tensor | None = None
 
-    def forward(self, step: int) -> torch.Tensor:
+    def forward(self, step: int, update: bool, alive: torch.Tensor | None) -> torch.Tensor:
         with torch.enable_grad():
             self.grads, values = self.grad_fn(self.ens.params, self.ens.buffers,
                                               *self.data.get(step))
         self.value = values.detach()
+        if alive is not None:
+            alive.logical_and_(torch.isfinite(self.value))
+        if update:
+            self.update(alive)
         return self.value
 
     def update(self, alive: torch.Tensor | None) -> None:
@@ -635,18 +671,17 @@ def train_ensemble(
 
     with torch.no_grad():
         for step in tqdm(range(steps + 1), disable=not show, desc=desc, mininterval=1.0):
-            values = runner.forward(step)
-            losses[:, step] = values
-            if record_mode:
-                alive.logical_and_(torch.isfinite(values))
-            if record_every and metrics and (step % record_every == 0 or step == steps):
+            due = step % record_every == 0 or step == steps if record_every else False
+            recording = bool(metrics) and due
+            fused = step < steps and not recording
+            losses[:, step] = runner.forward(step, fused, alive if record_mode else None)
+            if recording:
                 history.record_steps.append(step)
                 record()
             if step % check_every == 0 or step == steps:
                 check(step)
-            if step == steps:
-                break
-            runner.update(alive if record_mode else None)
+            if step < steps and not fused:
+                runner.update(alive if record_mode else None)
     history.loss = losses.cpu()
     history.diverged = (~alive).cpu()
     history.divergences = _divergences(history.loss, rates, ids)
