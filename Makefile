@@ -16,7 +16,7 @@ help:
 	@echo "make execute [CHAPTER=path] [SEED=n]   re-execute chapters in place (profile ci) and refresh the report"
 	@echo "make sync                              regenerate notebook inputs from the .py sources"
 	@echo "make seeds [CHAPTER=...] [JOBS=N]      seed sweep (seeds 0-4) and the robustness page"
-	@echo "make bench                             benchmarks (batched ensembles against loops)"
+	@echo "make bench [BENCH_ARGS=...]            benchmarks (ensemble engines against loops, fraction of peak)"
 	@echo "make clean                             remove build outputs"
 
 $(VENV)/.installed: requirements.txt pyproject.toml
@@ -68,8 +68,9 @@ test: install
 test-fast: install
 	$(PY) -m pytest -n 2 tests -m "not slow"
 
+BENCH_ARGS ?=
 bench: install
-	$(PY) benchmarks/ensemble_vs_loop.py
+	$(PY) benchmarks/ensemble_vs_loop.py $(BENCH_ARGS)
 	@test ! -f benchmarks/two_neuron_fig1.py || $(PY) benchmarks/two_neuron_fig1.py
 
 clean:
