@@ -72,6 +72,7 @@ seeds: install
 	$(BOOK) seeds $(CHAPTER) --seeds $(SEEDS) --jobs $(JOBS)
 
 test: install
+	-@$(MAKE) --no-print-directory vendor-mathjax
 	$(PY) -m pytest -n 2 --dist loadfile --nbval-lax tests chapters
 
 test-fast: install

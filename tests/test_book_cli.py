@@ -233,3 +233,63 @@ def test_full_profile_without_gpu_warns_with_an_estimate_first(demo_book: Path):
     # 75 CPU-s (the ci budget: no measured time here) x 100 (steps 10 -> 1000)
     assert "Estimate, a lower bound: at least 2.1 h of CPU time for 1 chapter(s)" in done.stdout
     assert "x100 (steps)" in done.stdout
+
+
+# ----------------------------------------------------------------------------- units
+
+
+def spec(name: str, profiles=("ci", "full"), **parameters) -> book.sources.ChapterSpec:
+    return book.sources.ChapterSpec(Path(book.ROOT / "chapters" / "p" / f"{name}.py"),
+                                    {"profile": "ci", "seed": 0, "device": "auto", **parameters},
+                                    profiles, True)
+
+
+def test_plan_gives_each_chapter_what_it_declares():
+    from implicit_bias.book.params import plan
+
+    a, b = spec("a", data_root=None), spec("b", widths=(4, 8))
+    per, notes = plan([a, b], {"profile": "full", "data_root": "/d", "widths": [16, 32], "seed": 2})
+    assert per[a.path] == {"profile": "full", "data_root": "/d", "seed": 2}
+    assert per[b.path] == {"profile": "full", "widths": [16, 32], "seed": 2}
+    assert any("'data_root' goes to the 1 chapter(s)" in n for n in notes)
+
+
+@pytest.mark.parametrize("params, message", [
+    ({"profile": "gpu"}, "unknown profile 'gpu': the valid profiles are 'ci', 'full'"),
+    ({"sede": 1}, "unknown parameter 'sede' (did you mean 'seed'?)"),
+    ({"seed": 1.5}, "expects an integer"),
+    ({"seed": True}, "expects an integer"),
+    ({"device": "tpu"}, "device 'tpu' is not a device torch knows"),
+    ({"widths": 3}, "expects a tuple or list"),
+])
+def test_plan_refuses_what_the_chapters_do_not_take(params, message):
+    from implicit_bias.book.params import ParameterError, plan
+
+    with pytest.raises(ParameterError, match=re_escape(message)):
+        plan([spec("a", widths=(4, 8))], params)
+
+
+def test_plan_names_chapters_without_a_profile():
+    from implicit_bias.book.params import ParameterError, plan
+
+    with pytest.raises(ParameterError, match="profile 'full' is not defined by chapters/p/b"):
+        plan([spec("a"), spec("b", profiles=("ci",))], {"profile": "full"})
+
+
+def re_escape(text: str) -> str:
+    import re
+
+    return re.escape(text)
+
+
+def test_estimate_is_the_measured_ci_time_times_the_largest_scale_up(tmp_path: Path):
+    from implicit_bias.book import estimate
+
+    profiles = {"ci": {"steps": 100, "widths": (16, 32), "record_every": 10, "lr": 0.1, "data": "digits"},
+                "full": {"steps": 1000, "widths": (64, 128, 256), "record_every": 500, "lr": 0.01,
+                         "data": "mnist"}}
+    assert estimate.scale_up(profiles) == (10.0, "steps")  # widths: 448/48 = 9.3; record_every: less work
+    assert estimate.scale_up({"ci": {"n": 5}, "full": {"n": 5}}) == (1.0, "")
+    text = estimate.no_gpu_warning([book.all_chapters()[0]], "full", jobs=1)
+    assert text.startswith("WARNING: no GPU here") and "a lower bound" in text
+    assert "ci (measured)" in text or "budget, not measured" in text

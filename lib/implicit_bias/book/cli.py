@@ -268,7 +268,12 @@ def cmd_build_page(args: argparse.Namespace) -> int:
 def cmd_lab(args: argparse.Namespace) -> int:
     from . import jupyter
 
-    return jupyter.lab(ROOT, port=args.port, token=args.token, open_browser=not args.no_browser)
+    root = Path(args.root).resolve() if args.root else ROOT
+    if not root.is_dir():
+        return fail(f"--root {args.root}: no such folder")
+    extra = [a for a in args.extra if a != "--"]
+    return jupyter.lab(root, port=args.port, token=args.token, open_browser=not args.no_browser,
+                       extra=extra)
 
 
 def cmd_install_kernel(args: argparse.Namespace) -> int:
@@ -352,6 +357,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     p.add_argument("--port", type=int, default=None)
     p.add_argument("--token", default=None, help="access token (default: JupyterLab makes one)")
     p.add_argument("--no-browser", action="store_true")
+    p.add_argument("--root", help="folder JupyterLab serves (default: the book's root)")
+    p.add_argument("extra", nargs=argparse.REMAINDER,
+                   help="after --: more JupyterLab options, e.g. -- --ServerApp.ip=0.0.0.0")
     p.set_defaults(func=cmd_lab)
 
     p = sub.add_parser("install-kernel", help="register the kernel 'implicit-bias' in this environment")

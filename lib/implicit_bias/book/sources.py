@@ -231,7 +231,11 @@ def synced_notebook(py: Path, existing: Any | None = None) -> Any:
     from jupytext.combine import map_outputs_to_inputs
 
     src = notebook_from_source(py)
+    # jupytext's convention: a paired .ipynb does not repeat the .py's text_representation
+    header = copy.deepcopy(dict(src.metadata))
+    header.get("jupytext", {}).pop("text_representation", None)
     if existing is None:
+        src.metadata = header
         return src
     nb = copy.deepcopy(existing)
     mapping = map_outputs_to_inputs(src.cells, existing.cells)
@@ -250,8 +254,12 @@ def synced_notebook(py: Path, existing: Any | None = None) -> Any:
             old.metadata = cell.metadata
         cells.append(old)
     nb.cells = cells
-    for key, value in src.metadata.items():  # the .py header (jupytext pairing, kernelspec)
-        nb.metadata[key] = value
+    for key, value in header.items():  # the .py header (jupytext pairing, kernelspec)
+        current = copy.deepcopy(nb.metadata.get(key))
+        if key == "jupytext" and isinstance(current, dict):
+            current.pop("text_representation", None)  # kept where it is, never added
+        if current != value:
+            nb.metadata[key] = value
     return nb
 
 
