@@ -60,6 +60,15 @@ def executed_pair(folder: Path, text: str = SMALL) -> Path:
     return py
 
 
+def edit_last_cell_in_jupyter(py: Path) -> Path:
+    """Edit the paired notebook's last cell as a Jupyter without jupytext would; the .ipynb."""
+    ipynb = py.with_suffix(".ipynb")
+    nb = nbformat.read(ipynb, as_version=4)
+    nb.cells[-1].source = 'print("edited in Jupyter")'
+    nbformat.write(nb, ipynb)
+    return ipynb
+
+
 def age(path: Path, seconds: float) -> None:
     """Make ``path`` look ``seconds`` older than now."""
     t = path.stat().st_mtime - seconds
@@ -95,10 +104,7 @@ def test_sync_keeps_outputs_and_ids_of_unchanged_cells_and_drops_stale_outputs(t
 
 def test_sync_refuses_to_overwrite_edits_made_in_the_notebook(tmp_path: Path):
     py = executed_pair(tmp_path)
-    ipynb = py.with_suffix(".ipynb")
-    nb = nbformat.read(ipynb, as_version=4)
-    nb.cells[-1].source = 'print("edited in Jupyter")'
-    nbformat.write(nb, ipynb)
+    ipynb = edit_last_cell_in_jupyter(py)
     age(py, 60)  # the notebook is the newer file
     with pytest.raises(book.NotebookEdited) as err:
         book.sync(py, root=tmp_path)
@@ -115,10 +121,7 @@ def test_sync_refuses_to_overwrite_edits_made_in_the_notebook(tmp_path: Path):
 
 def test_sync_can_discard_the_notebooks_edits(tmp_path: Path):
     py = executed_pair(tmp_path)
-    ipynb = py.with_suffix(".ipynb")
-    nb = nbformat.read(ipynb, as_version=4)
-    nb.cells[-1].source = 'print("edited in Jupyter")'
-    nbformat.write(nb, ipynb)
+    ipynb = edit_last_cell_in_jupyter(py)
     age(py, 60)
     book.sync(py, keep="source", root=tmp_path)
     assert nbformat.read(ipynb, as_version=4).cells[-1].source == 'print("second")'
@@ -140,10 +143,7 @@ def test_sync_uses_git_when_file_times_mislead(tmp_path: Path):
     git(tmp_path, "init", "-q")
     git(tmp_path, "add", ".")
     git(tmp_path, "commit", "-qm", "pair")
-    ipynb = py.with_suffix(".ipynb")
-    nb = nbformat.read(ipynb, as_version=4)
-    nb.cells[-1].source = 'print("edited in Jupyter")'
-    nbformat.write(nb, ipynb)
+    ipynb = edit_last_cell_in_jupyter(py)
     age(ipynb, 60)  # the .py looks newer, but git shows it unchanged
     with pytest.raises(book.NotebookEdited, match="changed since the last commit"):
         book.sync(py, root=tmp_path)

@@ -110,11 +110,46 @@ def headers_without_versions() -> None:
     header.insert_jupytext_info_and_filter_metadata = without_versions
 
 
+# JavaScript run in JupyterLab (started with expose_app_in_browser) for the screenshot; nbPanel()
+# finds the notebook panel (the shell's current widget follows the focus, which a headless window
+# may not have)
+_FIND_PANEL = ("(() => { window.nbPanel = () => Array.from(jupyterapp.shell.widgets('main'))"
+               ".find((x) => x.content && x.content.widgets); return true; })()")
+_PANEL_READY = ("(() => { const w = nbPanel();"
+                " return w && w.context && w.context.isReady && w.content.widgets.length > 0; })()")
+# JupyterLab may ask which kernel to start for a .py opened as a notebook: accept the preselected
+# one (the project's, the server's default kernel)
+_KERNEL_STARTED = ("(() => { const ok = document.querySelector('.jp-Dialog .jp-mod-accept');"
+                   " if (ok) { ok.click(); }"
+                   " const s = nbPanel().sessionContext; return !!(s.session && s.session.kernel); })()")
+_NO_TOASTS = ("(() => { const s = document.createElement('style');"
+              " s.textContent = '.Toastify { display: none !important; }';"
+              " document.head.appendChild(s); return true; })()")
+_SET_SEED = """(() => {
+    const nb = nbPanel().content;
+    const cell = nb.widgets.find((w) => (w.model.getMetadata('tags') || []).includes('parameters'));
+    const src = cell.model.sharedModel.getSource();
+    cell.model.sharedModel.setSource(src.replace(/^seed = .*$/m, 'seed = SEED  # changed: any seed'));
+    return true; })()"""
+# done when the run line printed by start_chapter shows the new seed and every code cell has run
+_RUN_DONE = """(() => {
+    const nb = nbPanel().content;
+    const run = nb.widgets.find((w) => w.model.sharedModel.getSource().includes('start_chapter('));
+    return JSON.stringify(run.model.outputs.toJSON()).includes('seed=SEED  device=')
+      && nb.widgets.every((w) => w.model.type !== 'code' || w.model.sharedModel.execution_count !== null)
+      && nbPanel().sessionContext.session.kernel.status === 'idle'; })()"""
+_SHOW_PARAMETERS = """(() => {
+    const nb = nbPanel().content;
+    const i = nb.widgets.findIndex((w) => (w.model.getMetadata('tags') || []).includes('parameters'));
+    nb.activeCellIndex = i;
+    return Promise.resolve(nb.scrollToItem(i, 'start')).then(() => true); })()"""
+
+
 def lab_screenshot(png: Path, chapter: str = "chapters/invariances/02_paths_and_trees.py",
                    seed: int = 3, width: int = 1280, height: int = 1000) -> Path:
     """The picture of the how-to-run page: JupyterLab (started as ``make lab`` starts it, on a
     copy of the book) with a chapter's ``.py`` opened as a notebook, its seed changed and all cells
-    run, taken in headless Chromium."""
+    run, taken in headless Chromium. On failure, what the browser showed is saved next to ``png``."""
     import secrets
     import shutil
     import socket
@@ -132,9 +167,9 @@ def lab_screenshot(png: Path, chapter: str = "chapters/invariances/02_paths_and_
             shutil.copytree(ROOT / name, root / name, ignore=shutil.ignore_patterns("_build", "__pycache__"))
         for name in ("_config.yml", "_toc.yml", "Makefile", "README.md"):
             shutil.copy2(ROOT / name, root / name)
-        with socket.socket() as s:
-            s.bind(("127.0.0.1", 0))
-            port = s.getsockname()[1]
+        with socket.socket() as sock:
+            sock.bind(("127.0.0.1", 0))
+            port = sock.getsockname()[1]
         token = secrets.token_hex(16)
         env = {**os.environ, "JUPYTER_RUNTIME_DIR": f"{tmp}/runtime", "JUPYTER_CONFIG_DIR": f"{tmp}/config"}
         server = subprocess.Popen(
@@ -149,60 +184,32 @@ def lab_screenshot(png: Path, chapter: str = "chapters/invariances/02_paths_and_
                 except OSError:
                     time.sleep(0.5)
             with Chromium(width=width, height=height, timeout=300) as chrome:
-              try:
-                chrome.open(f"http://127.0.0.1:{port}/lab?token={token}&reset")
-                chrome.wait_for("window.jupyterapp && jupyterapp.started && true", timeout=120)
-                chrome.evaluate("jupyterapp.started.then(() => jupyterapp.restored).then(() => true)")
-                chrome.evaluate(f"jupyterapp.commands.execute('docmanager:open', "
-                                f"{{path: '{chapter}', factory: 'Jupytext Notebook'}}).then(() => true)")
-                # the notebook panel (the shell's current widget follows the focus, which a
-                # headless window may not have)
-                chrome.evaluate("(() => { window.nbPanel = () => Array.from(jupyterapp.shell.widgets('main'))"
-                                ".find((x) => x.content && x.content.widgets); return true; })()")
-                chrome.wait_for("(() => { const w = nbPanel();"
-                                " return w && w.context && w.context.isReady && w.content.widgets.length > 0; })()",
-                                timeout=120)
-                chrome.evaluate("(() => { jupyterapp.shell.activateById(nbPanel().id); return true; })()")
-                # JupyterLab asks which kernel to start for a .py opened as a notebook: the
-                # project's, preselected (its default kernel)
-                chrome.wait_for("(() => { const ok = document.querySelector('.jp-Dialog .jp-mod-accept');"
-                                " if (ok) { ok.click(); }"
-                                " const s = nbPanel().sessionContext; return !!(s.session && s.session.kernel); })()",
-                                timeout=120)
-                chrome.evaluate("(() => { const s = document.createElement('style');"  # no news toast
-                                " s.textContent = '.Toastify { display: none !important; }';"
-                                " document.head.appendChild(s); return true; })()")
-                chrome.evaluate(f"""(() => {{
-                    const nb = nbPanel().content;
-                    const cell = nb.widgets.find((w) => (w.model.getMetadata('tags') || []).includes('parameters'));
-                    const src = cell.model.sharedModel.getSource();
-                    cell.model.sharedModel.setSource(src.replace(/^seed = .*$/m, 'seed = {seed}  # changed: any seed'));
-                    return true; }})()""")
-                chrome.evaluate("jupyterapp.commands.execute('notebook:clear-all-cell-outputs').then(() => true)")
-                chrome.evaluate("(() => { jupyterapp.commands.execute('notebook:run-all-cells'); return true; })()")
-                # done when the run line printed by start_chapter shows the new seed and the last
-                # cell (the claims) has run
-                chrome.wait_for("(() => { const nb = nbPanel().content;"
-                                " const run = nb.widgets.find((w) => w.model.sharedModel.getSource().includes('start_chapter('));"
-                                f" return JSON.stringify(run.model.outputs.toJSON()).includes('seed={seed}  device=')"
-                                " && nb.widgets.every((w) => w.model.type !== 'code'"
-                                " || w.model.sharedModel.execution_count !== null)"
-                                " && nbPanel().sessionContext.session.kernel.status === 'idle'; })()",
-                                timeout=300)
-                chrome.evaluate("""(() => {
-                    const nb = nbPanel().content;
-                    const i = nb.widgets.findIndex((w) => (w.model.getMetadata('tags') || []).includes('parameters'));
-                    nb.activeCellIndex = i;
-                    return Promise.resolve(nb.scrollToItem(i, 'start')).then(() => true); })()""")
-                time.sleep(1.5)
-                chrome.screenshot(png)
-              except Exception:
-                chrome.screenshot(png.with_suffix(".failed.png"))  # what the browser showed
-                raise
+                try:
+                    chrome.open(f"http://127.0.0.1:{port}/lab?token={token}&reset")
+                    chrome.wait_for("window.jupyterapp && jupyterapp.started && true", timeout=120)
+                    chrome.evaluate("jupyterapp.started.then(() => jupyterapp.restored).then(() => true)")
+                    chrome.evaluate(f"jupyterapp.commands.execute('docmanager:open', {{path: '{chapter}', "
+                                    "factory: 'Jupytext Notebook'}).then(() => true)")
+                    chrome.evaluate(_FIND_PANEL)
+                    chrome.wait_for(_PANEL_READY, timeout=120)
+                    chrome.evaluate("(() => { jupyterapp.shell.activateById(nbPanel().id); return true; })()")
+                    chrome.wait_for(_KERNEL_STARTED, timeout=120)
+                    chrome.evaluate(_NO_TOASTS)
+                    chrome.evaluate(_SET_SEED.replace("SEED", str(seed)))
+                    chrome.evaluate("jupyterapp.commands.execute('notebook:clear-all-cell-outputs').then(() => true)")
+                    chrome.evaluate("(() => { jupyterapp.commands.execute('notebook:run-all-cells'); return true; })()")
+                    chrome.wait_for(_RUN_DONE.replace("SEED", str(seed)), timeout=300)
+                    chrome.evaluate(_SHOW_PARAMETERS)
+                    time.sleep(1.5)  # let the scroll settle
+                    chrome.screenshot(png)
+                except Exception:
+                    chrome.screenshot(png.with_suffix(".failed.png"))
+                    raise
         finally:
             server.terminate()
             try:
                 server.wait(20)
             except subprocess.TimeoutExpired:
                 server.kill()
+                server.wait(10)
     return png
