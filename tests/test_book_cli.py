@@ -222,6 +222,9 @@ def test_seed_folder_prints_its_claims(demo_book: Path):
     assert again.returncode == 0, again.stderr
     assert again.stdout.splitlines()[0] == "1 of 1 claims hold in 1 chapter(s) (profile ci, seed 3)"
     assert "ok     chapters/demo/01_ok: 1 of 1 claims hold" in again.stdout
+    (demo_book / "_build" / "empty").mkdir(exist_ok=True)
+    empty = run_cli(demo_book, "report", "--source", "_build/empty", timeout=120)
+    assert empty.returncode == 1 and "no executed chapter under" in empty.stderr
 
 
 @pytest.mark.skipif(torch.cuda.is_available(), reason="the warning is for machines without a GPU")

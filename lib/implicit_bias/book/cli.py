@@ -167,7 +167,10 @@ def cmd_report(args: argparse.Namespace) -> int:
         return fail(f"--source {args.source}: no such folder")
     if not (source / "_toc.yml").exists():
         # a folder of executed notebooks (a seed folder, an --out-dir): its claims, printed
-        print("\n".join(claims_summary(source)))
+        lines = claims_summary(source)
+        if lines[0].startswith("no executed chapter"):
+            return fail(f"{lines[0]} (expected chapters/<part>/<name>.ipynb there)", 1)
+        print("\n".join(lines))
         return 0
     path = write_report(source)
     print(f"wrote {relative(path)}")
