@@ -263,6 +263,7 @@ def cmd_build_page(args: argparse.Namespace) -> int:
         # the report and errata pages link every chapter: replace them by stubs here
         (stage / "book" / "reproduction.md").write_text("# Reproduction report\n\n(stub)\n")
         (stage / "book" / "errata.md").write_text("# Errata found\n\n(stub)\n")
+        (stage / "book" / "robustness.md").write_text("# Robustness across seeds\n\n(stub)\n")
         rc = jupyter_book_build(stage, Path(tmp) / "out", quiet=False)
     print("page builds strictly" if rc == 0 else f"strict build failed (exit {rc})")
     return rc
