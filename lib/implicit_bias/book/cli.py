@@ -184,7 +184,10 @@ def cmd_book(args: argparse.Namespace) -> int:
     stage = out_root / "src"
     _warn_without_gpu(profile, chapters, args.jobs, per_chapter)
     print(f"staging the book in {relative(stage)}")
-    shutil.rmtree(out_root / "site", ignore_errors=True)  # a site of an earlier build must not linger
+    # the site and the logs of an earlier build must not linger (a stale site looks like a result,
+    # a stale traceback like a failure)
+    shutil.rmtree(out_root / "site", ignore_errors=True)
+    shutil.rmtree(out_root / "logs", ignore_errors=True)
     stage_source(stage)
     jobs = [(py, stage / py.relative_to(ROOT).with_suffix(".ipynb")) for py in chapters]
     print(f"executing {len(jobs)} chapter(s) in profile {profile!r} with {args.jobs} job(s)")
