@@ -160,9 +160,10 @@ class Chromium:
 
     def open(self, url: str) -> None:
         """Load ``url`` and wait until the page and its math (MathJax) are rendered."""
+        # mark the page being left, so that its own "complete" state is not mistaken for the new one's
+        self.evaluate("window.__leaving = true")
         self.call("Page.navigate", url=url)
-        time.sleep(0.2)
-        self.wait_for("document.readyState === 'complete'")
+        self.wait_for("!window.__leaving && document.readyState === 'complete' && !!document.body")
         self.evaluate("(window.MathJax && MathJax.startup && MathJax.startup.promise)"
                       " ? MathJax.startup.promise.then(() => true) : true")
 
