@@ -41,7 +41,8 @@ from .report import claims_summary, literal_or_text, write_report
 from .site import (announce, banner_text, config_with_local_mathjax, device_description,
                    jupyter_book_build, prepare_notebooks, stage_source, use_local_mathjax,
                    write_failure_pages)
-from .sources import ROOT, NotebookEdited, chapter_spec, relative, resolve_chapters, sync
+from .sources import (ROOT, NotebookEdited, chapter_spec, edited_notebook_message, notebook_edit_reason,
+                      relative, resolve_chapters, sync)
 
 
 def fail(message: str, code: int = 2) -> int:
@@ -126,15 +127,13 @@ def cmd_execute(args: argparse.Namespace) -> int:
             f"{', '.join(wanted)} (make execute ... SEED=n does this for seeds)")
     if args.output and len(chapters) != 1:
         return fail("--output takes exactly one chapter; use --out-dir for several")
-    if in_place:  # the notebooks are written: never over edits made in them
-        refused = []
-        for py in chapters:
-            try:
-                sync(py)
-            except NotebookEdited as err:
-                refused.append(str(err))
+    if in_place:  # the notebooks are written: never over edits made in them (checked for all first)
+        refused = [edited_notebook_message(py, reason) for py in chapters
+                   for reason in [notebook_edit_reason(py)] if reason]
         if refused:
             return fail("\n".join(refused) + "\nnothing was executed.", 1)
+        for py in chapters:
+            sync(py, keep="source")
     jobs = []
     for py in chapters:
         if in_place:
