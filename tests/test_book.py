@@ -163,3 +163,19 @@ def test_execute_injects_parameters(tmp_path: Path):
     assert out.ok, out.error
     text = json.dumps(nbformat.read(target, as_version=4).cells[-1].outputs)
     assert "seed is 7" in text
+
+
+def test_seed_sweep_parts_can_be_swept_on_different_seeds():
+    """Sweeping one part on seeds 0-4 keeps another part's seed-0 entries, and the page says which
+    chapters were swept on fewer seeds (their rows count only those)."""
+    row = {"statement": "s", "runs": {}}
+    old = {"chapters": {"chapters/a/01_x": {"seeds": [0], "claims": {"c": {**row, "runs": {"0": {"measured": "1", "verdict": "PASS"}}}}, "failed": []}}}
+    runs = {str(s): {"measured": str(s), "verdict": "PASS" if s != 3 else "FAIL"} for s in range(5)}
+    new = {"chapters": {"chapters/b/01_y": {"seeds": [0, 1, 2, 3, 4], "claims": {"d": {**row, "runs": runs}}, "failed": []}}}
+    order = [seeds.ROOT / "chapters/a/01_x.py", seeds.ROOT / "chapters/b/01_y.py"]
+    data = seeds.merge(old, new, order)
+    assert list(data["chapters"]) == ["chapters/a/01_x", "chapters/b/01_y"]
+    page = seeds.render_page(data, {})
+    assert "seeds 0-4" in page and "1 chapter(s) were swept on fewer seeds" in page
+    assert "| `c` | 1 / 1 | - |" in page and "| `d` | 4 / 5 | 3 |" in page
+    assert "**1 of 2 claims hold on every seed**" in page
