@@ -51,6 +51,7 @@ import inspect
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
+from itertools import pairwise
 
 import torch
 
@@ -58,8 +59,8 @@ from implicit_bias import ensembles, models, train
 from implicit_bias.runtime import describe_run, resolve_device, set_seed
 
 CASES = {
-    "tiny": dict(width=16, depth=3, samples=100, steps=300),
-    "compute": dict(width=256, depth=3, samples=0, steps=10),
+    "tiny": {"width": 16, "depth": 3, "samples": 100, "steps": 300},
+    "compute": {"width": 256, "depth": 3, "samples": 0, "steps": 10},
 }
 PATHS = ("loop", "vmap", "stacked")
 
@@ -72,15 +73,12 @@ def load_digits(device: torch.device, dtype: torch.dtype) -> tuple[torch.Tensor,
     return split.X_train, split.y_train
 
 
-def sync(device: torch.device) -> None:
-    if device.type == "cuda":
-        torch.cuda.synchronize(device)
-
-
 def clock(device: torch.device) -> float:
     """CPU time of this process on the CPU; wall-clock time on a GPU (after a synchronize)."""
-    sync(device)
-    return time.perf_counter() if device.type == "cuda" else time.process_time()
+    if device.type == "cuda":
+        torch.cuda.synchronize(device)
+        return time.perf_counter()
+    return time.process_time()
 
 
 def best_time(fn: Callable[[], object], device: torch.device, repeats: int) -> tuple[float, object]:
@@ -96,25 +94,75 @@ def best_time(fn: Callable[[], object], device: torch.device, repeats: int) -> t
 def matmul_peak(device: torch.device, repeats: int) -> float:
     """GFLOP/s of the best float32 ``torch.mm`` of 1024^2 and 2048^2 matrices."""
     peak = 0.0
-    for size in (1024, 2048):
+    for size, reps in ((1024, 8), (2048, 2)):
         a, b = (torch.randn(size, size, device=device) for _ in range(2))
         out = torch.empty(size, size, device=device)
-        torch.mm(a, b, out=out)
-        reps = 8 if size == 1024 else 2
-        t, _ = best_time(lambda: [torch.mm(a, b, out=out) for _ in range(reps)], device, max(repeats, 3))
-        peak = max(peak, reps * 2 * size**3 / t / 1e9)
+
+        def products(a=a, b=b, out=out, reps=reps) -> None:
+            for _ in range(reps):
+                torch.mm(a, b, out=out)
+
+        products()
+        seconds, _ = best_time(products, device, max(repeats, 3))
+        peak = max(peak, reps * 2 * size**3 / seconds / 1e9)
     return peak
 
 
 def step_flops(dims: list[int], n: int) -> int:
     """Counted flops of one forward + backward of one member (see the module docstring)."""
-    per_layer = [2 * n * a * b for a, b in zip(dims[:-1], dims[1:])]
+    per_layer = [2 * n * a * b for a, b in pairwise(dims)]
     return 3 * sum(per_layer) - per_layer[0]
 
 
 def run_flops(dims: list[int], n: int, steps: int) -> int:
-    fwd = sum(2 * n * a * b for a, b in zip(dims[:-1], dims[1:]))
-    return (steps + 1) * fwd + steps * (step_flops(dims, n) - fwd)
+    """Counted flops of ``steps`` steps of one member (``steps + 1`` forwards, ``steps``
+    backwards)."""
+    forward = sum(2 * n * a * b for a, b in pairwise(dims))
+    return (steps + 1) * forward + steps * (step_flops(dims, n) - forward)
+
+
+def products_only(dims: list[int], n: int, members: int, steps: int, device: torch.device,
+                  dtype: torch.dtype, repeats: int) -> float:
+    """Best time of ``steps`` repetitions of the batched matrix products of one stacked-engine
+    step alone: the same calls on the same shapes (features first, shared data, sample axis
+    padded and members grouped as the engine does), without activations, loss, bias gradients
+    or bookkeeping. Any implementation built on these kernels is at most this fast."""
+    m = n + ensembles._padding(n, device)
+    opts = {"device": device, "dtype": dtype}
+    XT = torch.randn(dims[0], m, **opts)
+    per_member = max(dims[1:]) * m * XT.element_size()
+    groups = []
+    for members in ensembles._member_groups(members, per_member, device):
+        E = members.stop - members.start
+        groups.append(([torch.randn(E, b, a, **opts) / a**0.5 for a, b in pairwise(dims)],
+                       [torch.zeros(E, b, 1, **opts) for b in dims[1:]]))
+
+    def step(Ws: list[torch.Tensor], bs: list[torch.Tensor]) -> None:
+        E = Ws[0].shape[0]
+        acts = [XT]
+        for i, (W, b) in enumerate(zip(Ws, bs)):
+            if i == 0:
+                acts.append(torch.addmm(b.view(-1, 1), W.view(-1, dims[0]), XT).view(E, -1, m))
+            else:
+                acts.append(torch.baddbmm(b, W, acts[-1]))
+        dZ = acts.pop()
+        for i in range(len(Ws) - 1, -1, -1):
+            W = Ws[i]
+            dA = torch.bmm(W.transpose(1, 2), dZ) if i > 0 else None
+            if i == 0:
+                W.view(-1, dims[0]).addmm_(dZ.view(-1, m), XT.t(), alpha=-1e-12)
+            else:
+                W.baddbmm_(dZ, acts[i].transpose(1, 2), alpha=-1e-12)
+            dZ = dA
+
+    def run() -> None:
+        for _ in range(steps):
+            for Ws, bs in groups:
+                step(Ws, bs)
+
+    step(*groups[0])
+    seconds, _ = best_time(run, device, repeats)
+    return seconds
 
 
 @dataclass
@@ -130,80 +178,98 @@ def has_engine_switch() -> bool:
     return "engine" in inspect.signature(ensembles.train_ensemble).parameters
 
 
-def bench_case(name: str, members: int, args: argparse.Namespace, device: torch.device, dtype: torch.dtype,
-               X_all: torch.Tensor, y_all: torch.Tensor, peak: float) -> list[Row]:
-    cfg = dict(CASES[name])
+def bench_case(name: str, members: int, args: argparse.Namespace, device: torch.device,
+               dtype: torch.dtype, X_all: torch.Tensor, y_all: torch.Tensor,
+               peak: float) -> list[Row]:
+    """Time the paths on one case and print its table; returns the rows."""
+    cfg = CASES[name]
     steps = args.steps or cfg["steps"]
     X, y = (X_all[: cfg["samples"]], y_all[: cfg["samples"]]) if cfg["samples"] else (X_all, y_all)
     dims = [X.shape[1], *[cfg["width"]] * (cfg["depth"] - 1), 10]
     flops = run_flops(dims, len(X), steps) * members
-    print(f"\n== {name}: {members} MLPs {'-'.join(map(str, dims))}, {len(X)} digits, {steps} full-batch GD "
-          f"steps, lr {args.lr}, {args.dtype}; {flops / steps / members / 1e6:.2f} MFLOP per member-step")
+    print(f"\n== {name}: {members} MLPs {'-'.join(map(str, dims))}, {len(X)} digits, {steps} "
+          f"full-batch GD steps, lr {args.lr}, {args.dtype}; "
+          f"{flops / steps / members / 1e6:.2f} MFLOP per member-step")
 
     def make(seed: int) -> torch.nn.Module:
         torch.manual_seed(seed)
-        return models.MLP(dims[0], 10, width=cfg["width"], depth=cfg["depth"]).to(device=device, dtype=dtype)
+        net = models.MLP(dims[0], 10, width=cfg["width"], depth=cfg["depth"])
+        return net.to(device=device, dtype=dtype)
 
     inits = [make(seed) for seed in range(members)]
     switch = has_engine_switch()
 
-    def ensemble_run(engine: str, nets: list[torch.nn.Module], Xd: torch.Tensor, n_steps: int) -> torch.Tensor:
+    def ensemble_run(engine: str, nets: list[torch.nn.Module], Xd: torch.Tensor,
+                     n_steps: int) -> torch.Tensor:
         ens = ensembles.Ensemble.from_models(nets)
         kw = {"engine": engine} if switch else {}
-        hist = ensembles.train_ensemble(ens, Xd, y, loss="ce", steps=n_steps, lr=args.lr, progress=False, **kw)
+        hist = ensembles.train_ensemble(ens, Xd, y, loss="ce", steps=n_steps, lr=args.lr,
+                                        progress=False, **kw)
         return hist.loss[:, -1]
 
     def loop_run(n_steps: int) -> torch.Tensor:
         finals = []
         for net in inits:
-            h = train.train(copy.deepcopy(net), X, y, loss="ce", steps=n_steps, lr=args.lr, optimizer="gd",
-                            progress=False)
+            h = train.train(copy.deepcopy(net), X, y, loss="ce", steps=n_steps, lr=args.lr,
+                            optimizer="gd", progress=False)
             finals.append(h.loss[-1])
         return torch.stack(finals)
 
-    runners = {
-        "loop": lambda n_steps: loop_run(n_steps),
+    runners: dict[str, Callable[[int], torch.Tensor]] = {
+        "loop": loop_run,
         "vmap": lambda n_steps: ensemble_run("vmap", inits, X, n_steps),
         "stacked": lambda n_steps: ensemble_run("stacked", inits, X, n_steps),
     }
     paths = [p for p in args.paths if switch or p != "stacked"]
     rows = []
     for path in paths:
-        runners[path](2)  # warm-up: allocations, vmap's first trace
-        seconds, final = best_time(lambda: runners[path](steps), device, args.repeats)
+        runner = runners[path]
+        runner(2)  # warm-up: allocations, vmap's first trace
+        seconds, final = best_time(lambda runner=runner: runner(steps), device, args.repeats)
         rows.append(Row(path, seconds, flops / seconds / 1e9, final))
+    if switch and "stacked" in paths:
+        seconds = products_only(dims, len(X), members, steps, device, dtype, args.repeats)
+        rows.append(Row("products", seconds, flops / seconds / 1e9, torch.empty(0)))
 
     by = {r.path: r for r in rows}
     base = [p for p in ("loop", "vmap") if p in by]
-    print(f"{'path':10s}{'s/step':>11s}{'GFLOP/s':>9s}{'of peak':>9s}" + "".join(f"{'vs ' + p:>10s}" for p in base))
+    print(f"{'path':10s}{'s/step':>11s}{'GFLOP/s':>9s}{'of peak':>9s}"
+          + "".join(f"{'vs ' + p:>10s}" for p in base))
     for r in rows:
         ups = "".join(f"{by[p].seconds / r.seconds:9.1f}x" for p in base)
         print(f"{r.path:10s}{r.seconds / steps:11.2e}{r.gflops:9.1f}{r.gflops / peak:9.0%}{ups}")
+    if "products" in by:
+        print("(products: the stacked step's batched matrix products alone, "
+              "the ceiling of these kernels)")
 
     if args.check:
-        ref = ensemble_run("vmap", [copy.deepcopy(m).double() for m in inits], X.double(), steps).double()
-        err = {r.path: float((r.final.double() - ref).abs().max()) for r in rows}
+        # float64 reference: the vmap path (autograd), independent of the hand-written backward
+        ref = ensemble_run("vmap", [copy.deepcopy(m).double() for m in inits], X.double(), steps)
+        err = {r.path: float((r.final.double() - ref.double()).abs().max())
+               for r in rows if r.path in PATHS}
         print("max |final loss - float64 vmap reference|: "
               + ", ".join(f"{p} {e:.1e}" for p, e in err.items()))
         if "stacked" in err and dtype == torch.float64 and err["stacked"] > 1e-10:
             raise SystemExit(f"the stacked engine is off by {err['stacked']:.1e} in float64")
         if "stacked" in err and "loop" in err and err["stacked"] > 2 * err["loop"] + 1e-5:
-            raise SystemExit(f"the stacked engine's float32 error {err['stacked']:.1e} exceeds twice the loop's "
-                             f"({err['loop']:.1e}) + 1e-5")
+            raise SystemExit(f"the stacked engine's float32 error {err['stacked']:.1e} exceeds "
+                             f"twice the loop's ({err['loop']:.1e}) + 1e-5")
     return rows
 
 
 def main(argv: list[str] | None = None) -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--case", choices=(*CASES, "all"), default="all")
-    ap.add_argument("--members", type=int, nargs="+", default=[64], help="ensemble sizes E (default 64)")
+    ap.add_argument("--members", type=int, nargs="+", default=[64],
+                    help="ensemble sizes E (default 64)")
     ap.add_argument("--steps", type=int, default=0, help="override the case's number of steps")
-    ap.add_argument("--repeats", type=int, default=3, help="timed runs per path; the best is kept (default 3)")
+    ap.add_argument("--repeats", type=int, default=3,
+                    help="timed runs per path; the best is kept (default 3)")
     ap.add_argument("--paths", nargs="+", choices=PATHS, default=list(PATHS))
     ap.add_argument("--lr", type=float, default=0.1)
     ap.add_argument("--device", default="cpu", help="'cpu' (default), 'cuda' or 'auto'")
     ap.add_argument("--threads", type=int, default=1,
-                    help="torch CPU threads (default 1, the book's setting; 0 leaves torch's default)")
+                    help="torch CPU threads (default 1, the book's setting; 0: torch's default)")
     ap.add_argument("--dtype", choices=("float32", "float64"), default="float32")
     ap.add_argument("--no-check", dest="check", action="store_false",
                     help="skip the comparison with a float64 reference")
@@ -221,7 +287,7 @@ def main(argv: list[str] | None = None) -> None:
     print(f"peak: float32 matmul {peak:.1f} GFLOP/s (best of 1024^2 and 2048^2, best of "
           f"{max(args.repeats, 3)} runs); times: {'CPU' if device.type == 'cpu' else 'wall-clock'} "
           f"seconds, best of {args.repeats} runs")
-    for case in (CASES if args.case == "all" else [args.case]):
+    for case in CASES if args.case == "all" else [args.case]:
         for E in args.members:
             bench_case(case, E, args, device, dtype, X, y, peak)
 

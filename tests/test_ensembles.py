@@ -65,8 +65,8 @@ def test_per_member_learning_rates(engine, weight_decay) -> None:
     X, y = blobs(dtype=torch.float64)
     rates = torch.tensor([0.05, 0.1, 0.3], dtype=torch.float64)
     ens = Ensemble.build(factory(torch.float64), [7, 7, 7])  # same init, different rates
-    hist = ensembles.train_ensemble(ens, X, y, steps=25, lr=rates, weight_decay=weight_decay, engine=engine,
-                                    progress=False)
+    hist = ensembles.train_ensemble(ens, X, y, steps=25, lr=rates, weight_decay=weight_decay,
+                                    engine=engine, progress=False)
     for i, lr in enumerate(rates.tolist()):
         net, h = solo(7, X, y, torch.float64, steps=25, lr=lr, weight_decay=weight_decay)
         assert torch.allclose(hist.loss[i], h.loss, rtol=0, atol=1e-10)
@@ -145,7 +145,8 @@ def test_divergence_raises_naming_member_step_and_rate(engine) -> None:
     X, y = blobs()
     ens = Ensemble.build(factory(), [0, 1, 2])
     rates = torch.tensor([0.1, 1e4, 0.1])
-    with pytest.raises(train.TrainingDiverged, match=r"member 1 .* at step \d+ \(learning rate 10000\)"):
+    message = r"member 1 .* at step \d+ \(learning rate 10000\)"
+    with pytest.raises(train.TrainingDiverged, match=message):
         ensembles.train_ensemble(ens, X, y[:, None].float().expand(-1, 3), loss="mse", steps=200,
                                  lr=rates, engine=engine, progress=False)
 
@@ -172,7 +173,8 @@ def test_divergence_record_mode_freezes_the_member(engine) -> None:
         assert torch.allclose(hist.loss[i], h.loss, rtol=0, atol=1e-10)
     # the frozen member's parameters stop changing once it is marked
     frozen = {k: v[1].clone() for k, v in ens.params.items()}
-    ensembles.train_ensemble(ens, X, Y, loss="mse", steps=5, lr=rates, on_diverge="record", progress=False)
+    ensembles.train_ensemble(ens, X, Y, loss="mse", steps=5, lr=rates, on_diverge="record",
+                             progress=False)
     for k, v in ens.params.items():
         assert torch.equal(v[1], frozen[k]), k
 
@@ -225,18 +227,27 @@ def data_for(loss: str, n: int = 37, d: int = 5, dtype=torch.float64, seed: int 
     return X, torch.sign(torch.randn(n, generator=g, dtype=dtype)), 1
 
 
+def clones(nets):
+    """A factory of fresh copies of ``nets``."""
+    return lambda: [copy.deepcopy(m) for m in nets]
+
+
 def assert_matches_solo(ens_factory, X, y, loss, steps, rates, dtype, tol, engine="stacked", **kw):
+    """Train ``ens_factory()`` as one ensemble and each network of a second ``ens_factory()``
+    alone with train.train; losses and parameters must agree to ``tol``. With ``batch_size``,
+    both draw their mini-batches from a generator seeded with 5."""
     nets = ens_factory()
     ens = Ensemble.from_models(nets)
-    hist = ensembles.train_ensemble(ens, X, y, loss=loss, steps=steps, lr=torch.tensor(rates, dtype=dtype),
-                                    engine=engine, progress=False, **kw)
+    hist = ensembles.train_ensemble(ens, X, y, loss=loss, steps=steps, engine=engine,
+                                    lr=torch.tensor(rates, dtype=dtype), progress=False, **kw)
     assert hist.engine == engine
+    solo_kw = {k: v for k, v in kw.items() if k != "generator"}
     for i, net in enumerate(ens_factory()):
-        h = train.train(net, X, y, loss=loss, steps=steps, lr=rates[i], progress=False,
-                        optimizer="sgd" if kw.get("batch_size") else "gd",
-                        **{k: v for k, v in kw.items() if k != "generator"},
-                        **({"generator": torch.Generator().manual_seed(5)} if kw.get("batch_size") else {}))
-        assert torch.allclose(hist.loss[i], h.loss, rtol=0, atol=tol), (i, (hist.loss[i] - h.loss).abs().max())
+        if kw.get("batch_size"):  # every solo run draws the batches the ensemble drew
+            solo_kw.update(optimizer="sgd", generator=torch.Generator().manual_seed(5))
+        h = train.train(net, X, y, loss=loss, steps=steps, lr=rates[i], progress=False, **solo_kw)
+        gap = (hist.loss[i] - h.loss).abs().max()
+        assert torch.allclose(hist.loss[i], h.loss, rtol=0, atol=tol), (i, gap)
         for (name, p), q in zip(ens.member(i).named_parameters(), net.parameters()):
             assert torch.allclose(p, q, rtol=0, atol=tol), name
     return hist
@@ -256,7 +267,8 @@ def test_stacked_backward_equals_autograd(loss, activation, bias) -> None:
                                   init_scale=0.5 + 0.25 * s).double())
         return out
 
-    assert_matches_solo(nets, X, y, loss, 12, [0.05, 0.1, 0.02], torch.float64, 1e-10, weight_decay=1e-2)
+    assert_matches_solo(nets, X, y, loss, 12, [0.05, 0.1, 0.02], torch.float64, 1e-10,
+                        weight_decay=1e-2)
 
 
 @pytest.mark.parametrize("depth", [1, 2, 4])
@@ -268,7 +280,7 @@ def test_stacked_engine_any_depth_float32(depth) -> None:
 
     torch.manual_seed(0)
     built = nets()
-    assert_matches_solo(lambda: [copy.deepcopy(m) for m in built], X, y, "ce", 30, [0.1, 0.3], torch.float32, 1e-5)
+    assert_matches_solo(clones(built), X, y, "ce", 30, [0.1, 0.3], torch.float32, 1e-5)
 
 
 def test_padded_sample_count_changes_nothing() -> None:
@@ -280,8 +292,7 @@ def test_padded_sample_count_changes_nothing() -> None:
         X, y, k = data_for(loss, n=509)
         torch.manual_seed(1)
         built = [models.MLP(5, k, width=6, depth=3).double() for _ in range(2)]
-        assert_matches_solo(lambda: [copy.deepcopy(m) for m in built], X, y, loss, 8, [0.1, 0.2],
-                            torch.float64, 1e-10)
+        assert_matches_solo(clones(built), X, y, loss, 8, [0.1, 0.2], torch.float64, 1e-10)
 
 
 @pytest.mark.parametrize("engine", ENGINES)
@@ -292,7 +303,7 @@ def test_minibatch_sgd_equals_train(engine) -> None:
         X, y, k = data_for("ce", n=n)
         torch.manual_seed(2)
         built = [models.MLP(5, k, width=6, depth=3).double() for _ in range(2)]
-        assert_matches_solo(lambda: [copy.deepcopy(m) for m in built], X, y, "ce", steps, [0.1, 0.05],
+        assert_matches_solo(clones(built), X, y, "ce", steps, [0.1, 0.05],
                             torch.float64, 1e-10, engine=engine, batch_size=batch,
                             generator=torch.Generator().manual_seed(5), weight_decay=1e-3)
 
@@ -301,11 +312,10 @@ def test_engine_choice() -> None:
     X, y = blobs()
     assert ensembles.stacked_engine_unsupported(factory()(0), "ce") is None
     cnn = Ensemble.build(lambda s: models.ConvNet(1, 8, 2, channels=(4,)), [0, 1])
+    images, labels = torch.randn(5, 1, 8, 8), torch.tensor([0, 1, 0, 1, 0])
     with pytest.raises(ValueError, match="ConvNet, not a models.MLP"):
-        ensembles.train_ensemble(cnn, torch.randn(5, 1, 8, 8), torch.tensor([0, 1, 0, 1, 0]), steps=1,
-                                 engine="stacked", progress=False)
-    hist = ensembles.train_ensemble(cnn, torch.randn(5, 1, 8, 8), torch.tensor([0, 1, 0, 1, 0]), steps=1,
-                                    progress=False)
+        ensembles.train_ensemble(cnn, images, labels, steps=1, engine="stacked", progress=False)
+    hist = ensembles.train_ensemble(cnn, images, labels, steps=1, progress=False)
     assert hist.engine == "vmap"
     custom = ensembles.train_ensemble(Ensemble.build(factory(), [0]), X, y, steps=1, progress=False,
                                       loss=lambda out, t: torch.nn.functional.cross_entropy(out, t))
@@ -313,14 +323,15 @@ def test_engine_choice() -> None:
     negative = models.MLP(6, 3, width=8, activation="leaky", negative_slope=-0.5)
     assert "negative slope" in ensembles.stacked_engine_unsupported(negative, "ce")
     with pytest.raises(ValueError, match="unknown engine"):
-        ensembles.train_ensemble(Ensemble.build(factory(), [0]), X, y, steps=1, engine="fast", progress=False)
+        ensembles.train_ensemble(Ensemble.build(factory(), [0]), X, y, steps=1, engine="fast",
+                                 progress=False)
     with pytest.raises(ValueError, match=r"labels must lie in \[0, 3\)"):
         ensembles.train_ensemble(Ensemble.build(factory(), [0]), X, y + 1, steps=1, progress=False)
 
 
 def test_mlp_layers_are_the_ensembles_tensors() -> None:
     ens = Ensemble.build(factory(), [0, 1])
-    (W0, b0), _, (W2, b2) = ensembles.mlp_layers(ens)
+    (W0, _), _, (_, b2) = ensembles.mlp_layers(ens)
     assert W0.shape == (2, 8, 6) and b2.shape == (2, 3)
     assert W0.data_ptr() == ens.params["layers.0.weight"].data_ptr()
     with pytest.raises(TypeError, match="models.MLP"):
@@ -343,13 +354,14 @@ def test_train_models_groups_by_architecture_and_keeps_the_order() -> None:
 
     nets = build()
     ids = [id(m) for m in nets]
-    hist = ensembles.train_models(nets, X, y, loss="half_mse", steps=20, lr=rates, weight_decay=1e-3,
-                                  progress=False)
+    hist = ensembles.train_models(nets, X, y, loss="half_mse", steps=20, lr=rates,
+                                  weight_decay=1e-3, progress=False)
     assert [id(m) for m in nets] == ids                      # trained in place
     assert [g[0] for g in hist.groups] == [[0, 3], [1, 4], [2], [5]]
     assert hist.loss.shape == (6, 21) and not hist.diverged.any()
     for i, ref in enumerate(build()):
-        h = train.train(ref, X, y, loss="half_mse", steps=20, lr=rates[i], weight_decay=1e-3, progress=False)
+        h = train.train(ref, X, y, loss="half_mse", steps=20, lr=rates[i], weight_decay=1e-3,
+                        progress=False)
         assert torch.allclose(hist.loss[i], h.loss, rtol=0, atol=1e-10)
         for p, q in zip(nets[i].parameters(), ref.parameters()):
             assert torch.allclose(p, q, rtol=0, atol=1e-10)
@@ -361,13 +373,13 @@ def test_train_models_reports_divergence_with_the_callers_index() -> None:
     X, y, k = data_for("mse")
     nets = [models.MLP(5, k, width=6, depth=d).double() for d in (2, 3, 2)]
     rates = [0.05, 0.05, 1e4]
-    hist = ensembles.train_models(nets, X, y * 10, loss="mse", steps=40, lr=rates, on_diverge="record",
-                                  progress=False)
+    hist = ensembles.train_models(nets, X, y * 10, loss="mse", steps=40, lr=rates,
+                                  on_diverge="record", progress=False)
     assert hist.diverged.tolist() == [False, False, True]
     assert [d.member for d in hist.divergences] == [2] and hist.divergences[0].lr == 1e4
     with pytest.raises(train.TrainingDiverged, match=r"member 2 .*learning rate 10000"):
-        ensembles.train_models([models.MLP(5, k, width=6, depth=d).double() for d in (2, 3, 2)], X, y * 10,
-                               loss="mse", steps=40, lr=rates, progress=False)
+        fresh = [models.MLP(5, k, width=6, depth=d).double() for d in (2, 3, 2)]
+        ensembles.train_models(fresh, X, y * 10, loss="mse", steps=40, lr=rates, progress=False)
 
 
 def test_train_models_with_one_dataset_per_model() -> None:
@@ -381,3 +393,41 @@ def test_train_models_with_one_dataset_per_model() -> None:
         assert torch.allclose(hist.loss[i], h.loss, rtol=0, atol=1e-10)
     with pytest.raises(ValueError, match="one rate per model"):
         ensembles.train_models(nets, Xs, ys, lr=[0.1, 0.2], batched_data=True, progress=False)
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+@pytest.mark.parametrize("max_lr", [float("inf"), 2.0])
+def test_loss_scaled_steps_equal_train(engine, max_lr) -> None:
+    """Each member's step lr / L(w_t) comes from its own loss, as in train.train."""
+    X, y, k = data_for("logistic")
+    torch.manual_seed(3)
+    built = [models.MLP(5, k, width=6, depth=3, bias=False).double() for _ in range(3)]
+    assert_matches_solo(clones(built), X, y, "logistic", 40, [0.05, 0.1, 0.2], torch.float64, 1e-9,
+                        engine=engine, loss_scaled_lr=True, max_lr=max_lr, weight_decay=1e-3)
+    with pytest.raises(ValueError, match="full-batch"):
+        ensembles.train_ensemble(Ensemble.from_models(built), X, y, loss="logistic",
+                                 loss_scaled_lr=True, batch_size=5, progress=False)
+
+
+def test_member_groups_change_nothing(monkeypatch) -> None:
+    """On the CPU, members with large activations are trained in groups (one member per group
+    here); losses, updates, per-member rates, metrics and frozen members are unchanged."""
+    monkeypatch.setattr(ensembles, "_CPU_GROUP_BYTES", 1)
+    assert ensembles._member_groups(3, 100, torch.device("cpu")) == [slice(0, 1), slice(1, 2),
+                                                                      slice(2, 3)]
+    X, y, k = data_for("mse")
+    torch.manual_seed(4)
+    built = [models.MLP(5, k, width=6, depth=3).double() for _ in range(3)]
+    assert_matches_solo(clones(built), X, y, "mse", 15, [0.05, 0.1, 0.2], torch.float64, 1e-10,
+                        weight_decay=1e-2)
+    ens = Ensemble.from_models(clones(built)())
+    hist = ensembles.train_ensemble(ens, X, y * 10, loss="mse", steps=30, progress=False,
+                                    lr=torch.tensor([0.05, 1e4, 0.05], dtype=torch.float64),
+                                    on_diverge="record", record_every=10,
+                                    metrics={"w": lambda e: e.params["layers.0.weight"].clone()})
+    assert hist.diverged.tolist() == [False, True, False] and hist.record_steps == [0, 10, 20, 30]
+    assert torch.equal(hist.records["w"][-1][1], ens.params["layers.0.weight"][1])
+    for i in (0, 2):
+        net = clones(built)()[i]
+        h = train.train(net, X, y * 10, loss="mse", steps=30, lr=0.05, progress=False)
+        assert torch.allclose(hist.loss[i], h.loss, rtol=0, atol=1e-10)
