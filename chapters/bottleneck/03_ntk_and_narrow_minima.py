@@ -257,15 +257,17 @@ print(f"eta x top Hessian eigenvalue: largest {stab_max:.2f}, median {np.median(
       f"eta (1/N)||Theta||_op (Gauss-Newton): median {np.median([n['eta'] * n['ntk_op'] for n in live]):.2f}")
 print(f"c = {c_top:g}: (1/N)||Theta(X,X)||_op / L by depth {({L: round(v, 3) for L, v in per_L.items()})}; "
       f"mean Tr Theta(x,x) / L by depth {({L: round(v, 2) for L, v in trace_L.items()})}")
-trace_ratio = max(trace_L.values()) / min(trace_L.values())
+# growth exponent of the NTK trace with depth: slope of log(median Tr Theta(x,x)) against log L
+trace_slope = float(np.polyfit(np.log(list(trace_L)), np.log([v * L for L, v in trace_L.items()]), 1)[0])
 glue("bn3-stab", f"{stab_max:.2f}", display=False)
-glue("bn3-trace-ratio", f"{trace_ratio:.2f}", display=False)
+glue("bn3-trace-slope", f"{trace_slope:.2f}", display=False)
+glue("bn3-op-per-layer", ", ".join(f"{v:.2f}" for v in per_L.values()), display=False)
 ledger.between("gd-edge-of-stability", "Sec. 4", "eta times the top Hessian eigenvalue of the objective, every network: "
                "gradient descent ends near 2 / eta, slightly above it (edge of stability)", "||H||_op <= 2 / eta",
                stab_max, 1.5, 3.5, fmt=".2f", items="claim-lr-ntk", bearing="qualifies")
-ledger.below("ntk-order-L", "Sec. 4", f"with eta = {c_top:g}/L, the mean NTK trace per layer, Tr Theta(x,x) / L: largest over "
-             "smallest of the depth medians", "an O(L) ('normal') NTK", trace_ratio, 3.0, fmt=".2f",
-             items="claim-lr-ntk", bearing="supports")
+ledger.below("ntk-order-L", "Sec. 4", f"with eta = {c_top:g}/L, growth exponent of the mean NTK trace with depth: log-log "
+             "slope of the depth medians of Tr Theta(x,x) against L (an O(L^2) NTK gives 2)", "an O(L) ('normal') NTK",
+             trace_slope, 1.5, fmt=".2f", items="claim-lr-ntk", bearing="supports")
 if len(P["lr_scales"]) > 1:            # profile full: several learning rates, each run to convergence
     sharper = {}
     for L in P["depths"]:
@@ -285,9 +287,13 @@ if len(P["lr_scales"]) > 1:            # profile full: several learning rates, e
 # sharpness hovers slightly above $2/\eta$ and the loss oscillates instead of converging
 # monotonically; the paper's condition $\|H\|_{op}\le2/\eta$ describes convergent gradient
 # descent, which this is not quite. The conclusion survives: the sharpness, and with it the NTK, is
-# set by the learning rate. With $\eta=2/L$ the NTK trace grows about linearly with depth (the
-# per-layer trace changes by a factor {glue:text}`bn3-trace-ratio` between depths): the "normal"
-# $O(L)$ NTK of Section 4. Whether *smaller* learning rates end at sharper minima, the other half of
+# set by the learning rate: with $\eta=2/L$, $\frac1N\|\Theta(X,X)\|_{op}/L$ is
+# {glue:text}`bn3-op-per-layer` at depths {glue:text}`bn3-depths`, and the NTK trace grows no
+# faster than linearly with depth (log-log slope {glue:text}`bn3-trace-slope` against $L$; an
+# $O(L^2)$ NTK would give 2): the "normal" $O(L)$ NTK of Section 4. The slope bound 1.5 separates
+# $L$ from $L^2$ growth only roughly on depths 4 to 8, and no run on this page has an NTK that grows
+# faster (a learning rate that does not scale like $1/L$ would be the natural negative control; it is
+# not run here). Whether *smaller* learning rates end at sharper minima, the other half of
 # the argument, needs every rate run to convergence; profile `full` compares four rates (claim
 # `small-lr-sharper`), the CPU profile only the largest (the smaller rates do not converge in its
 # budget: a pilot with $c=0.5$ still had 15-22 singular values above 0.1 in the middle layer).
@@ -497,8 +503,10 @@ plt.close(fig)
 # showed the edge-of-stability imbalance: it is now a layer-level measure with bound 0.1, marked as
 # qualifying the paper's balancedness. The stability check was first "$\eta\lambda_{\max}\le2.2$";
 # the seed-0 run gave 2.77, so it **was changed** to the band $[1.5,3.5]$ (edge of stability) and
-# marked *qualifies*. The ratios 2 (activations) and 3 (NTK trace per layer)
-# between depths were written before the runs; the learning-rate comparison was moved to the
+# marked *qualifies*. The ratio 2 (activations) between depths was written before the runs; the
+# NTK claim first bounded the ratio of the per-layer traces between depths by 3, which cannot fail
+# for an $O(L^2)$ NTK on depths 4 to 8 (ratio 2), and **was replaced after the seed-0 run** by the
+# log-log slope below 1.5; the learning-rate comparison was moved to the
 # `full` profile after a pilot run (seed 0) showed the smaller rate unconverged; the student claims
 # first asked for growth at every step of $N$ and **were changed after seeds 1-2** (non-monotone
 # medians) to "larger at the largest $N$ than at the smallest", with the added comparison against
