@@ -475,8 +475,9 @@ plt.close(fig)
 # students' at every $N$ and larger at the largest $N$ than at the smallest (not monotonically in
 # between on every seed: with three seeds and imperfect fits the medians are noisy); at the largest
 # $N$ their NTK peaks {glue:text}`bn3-ntk-gap` times higher and their excess norm $c_1$ is larger than
-# the unconstrained students'. That $c_1$ itself grows with $N$, as the $\log N$ lower bound on
-# $R^{(1)}$ suggests, is not robust at this scale: it failed on one of five seeds. All students fit
+# the unconstrained students'. We do not claim that $c_1$ itself grows with $N$, as the $\log N$
+# lower bound on $R^{(1)}$ suggests: an earlier version of the claim that said so failed on one of
+# five seeds (see how the tolerances were set, below). All students fit
 # their data to a cost of at most {glue:text}`bn3-student-fit`, but they are shallow and far from
 # minimal norm: this illustrates the mechanism of Theorem 10, it does not test the rate
 # $N^{4-4/k^*}$ (hence *proxy*).

@@ -175,8 +175,8 @@ plt.close(fig)
 #
 # With $\lambda=$ {glue:text}`bn4-lam-strong` the middle weight matrices have
 # {glue:text}`bn4-mid-ranks` singular values above 0.1 (one value per seed; where the two-dimensional
-# layers sit varies a little between seeds, and on one seed of our sweep one network of three kept
-# three or four directions everywhere), but the median test cost
+# layers sit varies a little between seeds, and on seed 3 of the {doc}`seed sweep </book/robustness>`
+# one network of three kept at least three directions in every layer), but the median test cost
 # is {glue:text}`bn4-cost-strong`; with $\lambda=$ {glue:text}`bn4-lam-weak` the test cost is
 # {glue:text}`bn4-cost-weak` and the middle ranks are {glue:text}`bn4-mid-ranks-weak`. The paper's
 # network (25 layers, $\lambda=2\cdot10^{-4}$) gets a good fit and two outliers at once; at our scale
