@@ -503,7 +503,9 @@ plt.close(fig)
 # that smaller rates would give sharper minima is not tested at CPU scale. Proposition 9 holds with $L$ but not with the stated $2L$. The rank-1 students show the
 # blow-up that Theorem 10 predicts, qualitatively. What the CPU profile cannot test: the
 # $L\to\infty$ limits, the rate $N^{4-4/k^*}$, and "deep enough" networks; the `full` profile
-# widens the learning-rate sweep and the range of $N$.
+# widens the learning-rate sweep and the range of $N$. It has not been run (no GPU was available)
+# and, unlike the depth sweep of {doc}`02_depth_sweep`, it is not cached: an interrupted `full` run
+# starts over.
 #
 # **How the tolerances were set.** Formulas and exact inequalities: $10^{-8}$ to $10^{-9}$
 # relative. Balancedness: $10^{-2}$ (weight decay shrinks any imbalance geometrically; this only

@@ -31,7 +31,8 @@
 # trained with two ridges $\lambda\in$ {glue:text}`bn4-lams`: at this scale no single $\lambda$
 # gives both a good fit and a rank-2 bottleneck in the steps a CPU can afford (pilot runs), so the
 # page shows both sides of that trade-off. The `full` profile uses the paper's network and $\lambda$
-# and our proposed task sizes ($d=T=20$).
+# and our proposed task sizes ($d=T=20$). It has not been run (no GPU was available), and unlike
+# the depth sweep of {doc}`02_depth_sweep` it is not cached: an interrupted `full` run starts over.
 # :::
 #
 # :::{admonition} What this page shows
