@@ -33,12 +33,13 @@
 #   strongest blur or contrast reduction for the MLP (table below).
 # - **Squared error on rewards** reverts under mild shifts only: the distance to the OCS is
 #   U-shaped, and under strong blur or contrast reduction it climbs back to about its clean value.
-#   Whether the training recipe causes this is tested in {doc}`07_sharper_tests`.
+#   The paper's training recipe does not remove it ({doc}`07_sharper_tests`).
 # - **Gaussian NLL** depends on the network: the CNN's predictions approach the OCS, the MLP's
-#   move *away* from it (its predicted variance shrinks); {doc}`07_sharper_tests` traces this to
-#   the recipe.
-# - **Mechanism on the same networks**: where the classifiers revert, their output-layer feature
-#   norms shrink; OOD predictions are also more alike than in-distribution ones (the paper's Fig. 1).
+#   move *away* from it (its predicted variance shrinks); in {doc}`07_sharper_tests` the paper's
+#   training recipe (weight decay, best validation checkpoint) softens this but does not remove it.
+# - **Mechanism on the same networks**: where the classifiers revert under blur and contrast
+#   reduction, their output-layer feature norms shrink; OOD predictions are also more alike than
+#   in-distribution ones (the paper's Fig. 1).
 # - These are small-scale results on 8x8 digits (64 pixels), not the paper's data sets.
 # :::
 
@@ -431,9 +432,12 @@ plt.close(fig)
 # ```
 #
 # The spread of the predictions at severity 5 is a fraction {glue:text}`ocs2-spread-max:.2f` or
-# less of its clean value (worst shift and network type, mean over networks), and the output-layer
-# feature norms shrink (ratio at most {glue:text}`ocs2-outnorm-max:.2f` at severity 5), on the
-# networks whose KL to the OCS falls. Across the 24 evaluation sets of a network, the smaller the
+# less of its clean value (worst shift and network type, mean over networks), and under blur and
+# contrast reduction the output-layer feature norms shrink (ratio at most
+# {glue:text}`ocs2-outnorm-max:.2f` at severity 5, upper end of two standard errors), on the
+# networks whose KL to the OCS falls. Under the two noises the output norms of the MLPs do not
+# shrink consistently (their mean ratio at severity 5 is up to {glue:text}`ocs2-noise-out-mlp:.2f`
+# on this seed), although their KL falls too. Across the 24 evaluation sets of a network, the smaller the
 # output norm, the larger the fall of the KL: the rank correlation of the log norm ratio with the
 # change of the KL is at least {glue:text}`ocs2-rho-mech:.2f` (worst network). So on these
 # networks the outcome and the proposed mechanism go together; {doc}`03_mechanism` looks at the
@@ -472,7 +476,9 @@ plt.close(fig)
 #   factor {glue:text}`ocs2-sigma-cnn-avg:.2f` at severity 5, geometric mean over shifts and
 #   networks), but too unevenly between networks to be claimed.
 # - **Mechanism and Fig. 1**, cross-entropy networks: at severity 5 the output-layer norm ratio is
-#   below 1 for every shift ($t_r=\log$ ratio $<0$), the spread of the predictions is below its
+#   below 1 under blur and contrast reduction ($t_r=\log$ ratio $<0$; this claim was first made for
+#   all four shifts and failed on seeds 1 and 2 for the MLP under the two noises, so it was
+#   restricted to the two shifts that remove signal, and the noises are reported), the spread of the predictions is below its
 #   clean value ($t_r=\log$ of the spread ratio $<0$), and over the evaluation sets the log output
 #   norm ratio and the change of the KL rise and fall together ($t_r$ = their Spearman correlation
 #   $>0$).
@@ -526,10 +532,12 @@ ledger.below("mlp-nll-sigma", "Fig. 2", f"MLP Gaussian: log std ratio sev 5 / se
 ledger.above("mlp-nll-kl", "Fig. 3", f"MLP Gaussian: KL sev 5 minus sev 0, mean over shifts ({STAT})",
              "distance falls (contradicted here)", lb(kl_change["mlp"]), 0.0, bearing="contradicts", **FIG3)
 # mechanism and Fig. 1 on the same cross-entropy networks
-out_max = max(ub(np.log(out_ratio[arch][:, a, -1])) for arch in ("cnn", "mlp") for a in range(len(KINDS)))
+out_max = max(ub(np.log(out_ratio[arch][:, a, -1])) for arch in ("cnn", "mlp") for a in SIGNAL)
+noise_out = {arch: [float(out_ratio[arch][:, a, -1].mean()) for a in range(len(KINDS)) if a not in SIGNAL]
+             for arch in ("cnn", "mlp")}
 spread_max = max(ub(np.log(spread_ratio[arch][:, a])) for arch in ("cnn", "mlp") for a in range(len(KINDS)))
 rho_min = min(lb(rho_mech[arch]) for arch in ("cnn", "mlp"))
-ledger.below("ce-outnorm-shrinks", "Fig. 4 / Sec. 4.1", f"CE nets: log output-layer norm ratio at sev 5, worst shift and net (mean + {K_SE:g} SE)",
+ledger.below("ce-outnorm-shrinks", "Fig. 4 / Sec. 4.1", f"CE nets: log output-layer norm ratio at sev 5, worse of blur/contrast, worse net (mean + {K_SE:g} SE)",
              "OOD feature norms shrink", out_max, 0.0, fmt=".2f", items=["fig4-norms", "mechanism"],
              bearing="supports", proxy=True)
 ledger.above("ce-norm-tracks-kl", "Sec. 4.1", f"CE nets: Spearman(log output norm ratio, KL change) over the evaluation sets, worse net ({STAT})",
@@ -539,6 +547,7 @@ ledger.below("fig1-similar", "Fig. 1 / Sec. 3.1", f"CE nets: log(spread at sev 5
              bearing="supports", proxy=True)
 glue("ocs2-spread-max", float(np.exp(spread_max)), display=False)
 glue("ocs2-outnorm-max", float(np.exp(out_max)), display=False)
+glue("ocs2-noise-out-mlp", max(noise_out["mlp"]), display=False)
 glue("ocs2-rho-mech", rho_min, display=False)
 s_cnn, s_mlp = sigma["cnn"].mean(0), sigma["mlp"].mean(0)
 print("mean predicted std of the Gaussian models at severity 5 / severity 0, per shift")

@@ -30,8 +30,8 @@
 #   inside the top right-singular subspace of the next weight does *not* fall with the shift here;
 #   the paper's Fig. 4 (col. 2) is not reproduced at this scale.
 # - **Accumulated constants.** Read where the paper reads them (the output bias for
-#   cross-entropy, the last hidden layer for the reward models), the reward constant is close to
-#   the OCS only with LayerNorm; without normalisation and with BatchNorm it is *farther* from the
+#   cross-entropy, the last hidden layer for the reward models), the reward constant is near the
+#   OCS only with LayerNorm; without normalisation and with BatchNorm it is *farther* from the
 #   OCS than the in-distribution predictions. The cross-entropy bias is close to uniform on these
 #   mildly imbalanced labels; {doc}`07_sharper_tests` tests it on strongly imbalanced ones.
 # - **Mechanism and outcome on the same networks.** The reward networks' predictions move towards
@@ -385,8 +385,12 @@ plt.close(fig)
 # uniform", which failed on two of four seeds). This second version reads the reward constant at
 # the paper's layer (the last hidden layer, not the whole network) and adds the outcome on the same
 # networks; the claims of sections 3 and 4 were written after seeing seed 0 and are tested on seeds
-# 1-4 only (the `mse-ln-norm-flat` margin of $\pm0.2$ in log ratio, i.e. about 20%, was chosen after
-# seeing seed 0).
+# 1-4 only. Two of them were changed after seeing seeds 1-4. One after seeds 1 and 2: "with LayerNorm the reward networks'
+# output norm stays within 20% of its clean value" (a margin chosen on seed 0) failed on seed 1
+# (a fall of up to about 20% at two standard errors). What holds is the comparison the argument
+# needs: with LayerNorm the output norm shrinks much *less* than without normalisation
+# (`mse-ln-shrinks-less`), and yet it is the LayerNorm networks that revert. The other,
+# `const-mse-ln`, after seed 4 (see the constants below).
 # - *Feature norms without normalisation* behave as in the paper: at severity 5 the output-layer
 #   ratio is below 1 ($t_r=\log$ ratio $<0$; it is {glue:text}`ocs3-out-nn:.2f` on average), below
 #   the first convolution's ratio ($t_r$ = difference of the logs $<0$), and it decreases with the
@@ -406,8 +410,12 @@ plt.close(fig)
 # - *Accumulated constants.* The reward constant at the last hidden layer is farther from the OCS
 #   than the in-distribution predictions without normalisation (squared distance
 #   {glue:text}`ocs3-dc-nn:.0f` against {glue:text}`ocs3-did-nn:.1f`) and with BatchNorm
-#   ({glue:text}`ocs3-dc-bn:.0f` against {glue:text}`ocs3-did-bn:.1f`), and closer with LayerNorm
-#   ({glue:text}`ocs3-dc-ln:.1f` against {glue:text}`ocs3-did-ln:.1f`) ($t_r$ = log of the ratio).
+#   ({glue:text}`ocs3-dc-bn:.0f` against {glue:text}`ocs3-did-bn:.1f`) ($t_r$ = log of the ratio).
+#   With LayerNorm it is much closer to the OCS than without normalisation ($t_r$ = difference of
+#   the two log ratios $<0$); on this seed it is even closer than the in-distribution predictions
+#   ({glue:text}`ocs3-dc-ln:.1f` against {glue:text}`ocs3-did-ln:.1f`), but a first version of this
+#   page claimed that (`const-mse-ln`) and the claim failed on seed 4, so only the comparison with
+#   no normalisation is claimed.
 #   The cross-entropy output bias is about as far from the marginal as the uniform distribution is
 #   (mean KL {glue:text}`ocs3-kl-bias:.3f` against {glue:text}`ocs3-kl-uniform:.3f`): on these
 #   mildly imbalanced labels the check cannot tell "mirrors the OCS" from "is near uniform", so it
@@ -420,15 +428,15 @@ plt.close(fig)
 #   near the OCS. Without normalisation the reward networks' output norms shrink (ratio
 #   {glue:text}`ocs3-mse-nn-out:.2f`) and yet their distance to the OCS grows from
 #   {glue:text}`ocs3-dmse-nn-0:.1f` to {glue:text}`ocs3-dmse-nn-5:.1f`; with LayerNorm their output
-#   norms stay within 20% of the clean ones (ratio {glue:text}`ocs3-mse-ln-out:.2f`) and yet the
+#   norms shrink much less (ratio {glue:text}`ocs3-mse-ln-out:.2f`) and yet the
 #   distance falls from {glue:text}`ocs3-dmse-ln-0:.1f` to {glue:text}`ocs3-dmse-ln-5:.1f`. With
 #   BatchNorm the output norms grow ({glue:text}`ocs3-mse-bn-out:.2f`) and the distance ends at
 #   {glue:text}`ocs3-dmse-bn-5:.1f` (from {glue:text}`ocs3-dmse-bn-0:.1f`).
 #
 # **Negative controls.** The statistics that support the paper here fail elsewhere on the same
 # page: the depth comparison that holds without normalisation fails with BN and LN
-# (`norm-depth-bnln`), the constant that is near the OCS with LayerNorm is far from it without
-# normalisation (`const-mse-nn-bn`), and the fall of the distance to the reward networks' own
+# (`norm-depth-bnln`), the constant that is much nearer the OCS with LayerNorm is far from it
+# without normalisation (`const-mse-nn-bn`, `const-mse-ln-vs-nn`), and the fall of the distance to the reward networks' own
 # constant comes with a *rise* of the distance to the OCS without normalisation (`mse-nn-away`).
 
 # %%
@@ -484,9 +492,9 @@ log_const = {n: [np.log(row["d_c"] / row["d_id"]) for row in const[n]] for n in 
 ledger.above("const-mse-nn-bn", "Fig. 4", f"no norm and BN: log(|c_k - f*|^2 / mean ID distance), worse of the two ({LO})",
              "constants mirror the OCS (contradicted)", min(lb(log_const[n]) for n in (None, "batch")), 0.0, fmt=".2f",
              items="fig4-const", bearing="contradicts", proxy=True)
-ledger.below("const-mse-ln", "Fig. 4", f"LayerNorm: log(|c_k - f*|^2 / mean ID distance) ({HI})",
-             "constants mirror the OCS", ub(log_const["layer"]), 0.0, fmt=".2f", items="fig4-const",
-             bearing="supports", proxy=True)
+ledger.below("const-mse-ln-vs-nn", "Fig. 4", f"log(|c_k - f*|^2 / mean ID distance), LayerNorm minus no norm ({HI})",
+             "constants mirror the OCS", ub(np.array(log_const["layer"]) - np.array(log_const[None])), 0.0, fmt=".2f",
+             items="fig4-const", bearing="qualifies", proxy=True)
 # the outcome on the same networks
 for n in NORMS:
     print(f"  {NORM_NAMES[n]:<10} mse: log output norm ratio sev 5 {lb(np.log(out_mse[n][:, -1])):.3f} .. {ub(np.log(out_mse[n][:, -1])):.3f};"
@@ -512,9 +520,9 @@ ledger.above("mse-nn-away", "Sec. 4.1", f"rewards, no norm: distance to the OCS 
 ledger.above("mse-ln-reverts", "Fig. 11", f"rewards, LN: distance to the OCS sev 0 minus sev 5 ({LO})",
              "predictions revert", lb(drop["layer", "mse"]), 0.0, fmt=".2f", items=["fig11", "hypothesis"],
              bearing="supports", proxy=True)
-ledger.between("mse-ln-norm-flat", "Fig. 11", f"rewards, LN: log output norm ratio at sev 5, both ends of mean -/+ {K_SE:g} SE",
-               "norms shrink (not needed here)", max(abs(lb(log_out_mse["layer"])), abs(ub(log_out_mse["layer"]))),
-               0.0, 0.2, fmt=".2f", items=["mechanism", "fig11"], bearing="qualifies", proxy=True)
+ledger.above("mse-ln-shrinks-less", "Fig. 11", f"rewards: log output norm ratio at sev 5, LN minus no norm ({LO})",
+             "smaller norms, closer to the OCS (not needed here)", lb(log_out_mse["layer"] - log_out_mse[None]), 0.0,
+             fmt=".2f", items=["mechanism", "fig11"], bearing="qualifies", proxy=True)
 glue("ocs3-mse-ln-out", float(out_mse["layer"][:, -1].mean()), display=False)
 glue("ocs3-mse-nn-out", float(out_mse[None][:, -1].mean()), display=False)
 glue("ocs3-mse-bn-out", float(out_mse["batch"][:, -1].mean()), display=False)

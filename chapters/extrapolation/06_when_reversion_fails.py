@@ -36,7 +36,7 @@
 #   is not established at this scale.
 # - **Fig. 9 in small**: a Gaussian-NLL CNN regressing the digit value behaves like the paper's
 #   age regressor in part: under impulse noise its internal norm grows and it predicts higher
-#   values, while blur shrinks the norm and reverts. But its KL to the OCS does not rise under
+#   values, while blur shrinks the norm and, at mild severities, reverts. But its KL to the OCS does not rise under
 #   impulse noise. No digit classifier or reward model moves away under impulse noise either.
 # - The OOD score (random features of the pixels, the part's one featuriser) measures how far the
 #   pixels moved. At the same score blur reverts and FGSM does not, so the score alone does not
@@ -44,8 +44,9 @@
 # - A growing output norm flagged every energy-adding shift that broke a reward model (noise,
 #   FGSM), but it is no complete test: under rotation the MLP reward model moved away with an
 #   output norm ratio near 1.
-# - Several claims were changed after seeing seed 0; each is named in "How the claims are
-#   checked", and every claim is checked on seeds 0-4 ({doc}`/book/robustness`).
+# - Several claims were changed after seeing seed 0, and two after seeing seeds 1-4; each is named
+#   in "How the claims are checked", and every claim is checked on seeds 0-4
+#   ({doc}`/book/robustness`).
 # :::
 
 # %% tags=["parameters"]
@@ -545,8 +546,8 @@ glue("ocs6-nll-verdict-imp", verdict(nll_dist[:, imp_]), display=False)
 # - **mixed**: neither (for example a U shape, or an effect smaller than the spread).
 #
 # The claims were written from the paper's App. A and the reading guide's pilot, then run on
-# seed 0 (after a scratch run of two networks). **Claims changed after seeing seed 0**, each then
-# checked on seeds 1-4 only:
+# seed 0 (after a scratch run of two networks). **Claims changed after seeing seed 0** (items 1-3
+# and 5, each then checked on seeds 1-4 only) **and after seeing seeds 1-4** (item 4):
 # 1. `fgsm-ce-budget` (first version of this page: `fgsm-ce-trend`) was "for the classifiers, the
 #    adversarial set at the largest budget is farther from the OCS than the matched blur" (its
 #    $\bar t-2\,\mathrm{SE}$ was just below zero for the CNN). It became: the KL *grows from the
@@ -558,7 +559,13 @@ glue("ocs6-nll-verdict-imp", verdict(nll_dist[:, imp_]), display=False)
 # 3. `fig9-impulse-not-away` was written in the paper's direction, "the Gaussian-NLL CNN moves away
 #    under impulse noise", and failed on seed 0 (its KL falls slightly); it now states what the run
 #    showed. `fig9-mu-up` (the mean prediction rises, the paper's "higher ages") was added then.
-# 4. `rotation-ce-u` first compared the clean and 90-degree KL with the *smallest* KL over the
+# 4. After seeds 1-4 had been run (so these two were tested on no unseen seed): `rotation-mse-away`
+#    was "both reward models end farther from the OCS under rotation", but the CNN's end point was
+#    only about its clean value on seed 4, so the claim is now made for the MLP (the CNN's
+#    distances are in the table); and `fig9-blur-early` was "blur moves the Gaussian-NLL CNN
+#    towards the OCS from severity 0 to 5", which failed on seed 4 (there its KL falls to severity 2
+#    and comes back up a little), so it now claims the fall to severity 2, the descending branch.
+# 5. `rotation-ce-u` first compared the clean and 90-degree KL with the *smallest* KL over the
 #    severities of each network, a statistic biased upwards by the selection of the minimum; it now
 #    compares them with the KL at 30 degrees, an interior severity fixed in advance (it is where the
 #    mean KL was lowest on seed 0).
@@ -595,8 +602,10 @@ glue("ocs6-nll-verdict-imp", verdict(nll_dist[:, imp_]), display=False)
 #   {glue:text}`ocs6-blur-score-5:.3f` for the strongest blur).
 # - *Rotation* is non-monotone: the classifiers revert at moderate angles (the MLP's KL falls to
 #   {glue:text}`ocs6-mlp-ce-rotation-min:.3f` at best) and come back at 90 degrees
-#   ({glue:text}`ocs6-mlp-ce-rotation-5:.3f`); the reward models end farther from the OCS than
-#   on clean data. A rotated digit is often another plausible digit, confidently misclassified.
+#   ({glue:text}`ocs6-mlp-ce-rotation-5:.3f`); the MLP reward model ends far from the OCS
+#   ({glue:text}`ocs6-mlp-mse-clean:.1f` clean, {glue:text}`ocs6-mlp-mse-rotation-5:.1f` at 90
+#   degrees), the CNN reward model about where it started ({glue:text}`ocs6-cnn-mse-clean:.1f`,
+#   {glue:text}`ocs6-cnn-mse-rotation-5:.1f`) after a dip at moderate angles. A rotated digit is often another plausible digit, confidently misclassified.
 # - *Blur*, the benign reference, reverts for both classifiers, as in
 #   {doc}`02_reversion_with_shift`; the reward models' U shape found there shows up again
 #   (verdict *mixed*).
@@ -655,9 +664,9 @@ ledger.above("rotation-ce-u", "pilot / Sec. 3.1", f"CE, rotation: KL at 0 and at
              min(min(lb(dist[a, "ce"][:, rot, 0] - dist[a, "ce"][:, rot, ROT_MID]),
                      lb(dist[a, "ce"][:, rot, -1] - dist[a, "ce"][:, rot, ROT_MID])) for a in ARCHS), 0.0, fmt=".3f",
              bearing="qualifies", **HYP)
-ledger.above("rotation-mse-away", "pilot / Sec. 3.1", f"rewards, rotation: distance sev 5 minus sev 0, worse arch ({LO})",
+ledger.above("rotation-mse-away", "pilot / Sec. 3.1", f"MLP rewards, rotation: distance sev 5 minus sev 0 ({LO})",
              "reverts (contradicted; guide's pilot: fails)",
-             min(lb(dist[a, "mse"][:, rot, -1] - dist[a, "mse"][:, rot, 0]) for a in ARCHS), 0.0, bearing="contradicts", **HYP)
+             lb(dist["mlp", "mse"][:, rot, -1] - dist["mlp", "mse"][:, rot, 0]), 0.0, bearing="contradicts", **HYP)
 gn = A["gaussian_noise"]
 ledger.above("noise-mse-norms", "Sec. 4.1 / App. A", f"rewards, unclipped noise sev 5: log output-layer norm ratio, worse arch ({LO})",
              "norms grow where reversion fails (App. A)",
@@ -674,8 +683,8 @@ ledger.holds("fig9-impulse-not-away", "Fig. 9", "Gaussian-NLL CNN, impulse noise
 ledger.above("fig9-mu-up", "Fig. 9", f"Gaussian-NLL CNN, impulse noise: mean predicted value, sev 5 minus sev 0 ({LO})",
              "predicts higher values (ages)", lb(nll_mu[:, imp, -1] - nll_mu[:, imp, 0]), 0.0, fmt=".2f",
              bearing="supports", **F9)
-ledger.above("fig9-blur-reverts", "Fig. 9", f"Gaussian-NLL CNN, blur: KL sev 0 minus sev 5 ({LO})",
-             "blur reverts", lb(nll_dist[:, bl, 0] - nll_dist[:, bl, -1]), 0.0, fmt=".3f", bearing="supports", **F9)
+ledger.above("fig9-blur-early", "Fig. 9", f"Gaussian-NLL CNN, blur: KL sev 0 minus sev 2 ({LO})",
+             "blur reverts", lb(nll_dist[:, bl, 0] - nll_dist[:, bl, 2]), 0.0, fmt=".3f", bearing="qualifies", **F9)
 ledger.above("fig9-norm-impulse", "Fig. 9", f"Gaussian-NLL CNN, impulse noise sev 5: log norm ratio of the last conv ({LO})",
              "internal norm grows", lb(np.log(nll_conv[:, imp, -1])), 0.0, fmt=".2f", bearing="supports", **F9)
 ledger.below("fig9-norm-blur", "Fig. 9", f"Gaussian-NLL CNN, blur sev 5: log norm ratio of the last conv ({HI})",
@@ -691,9 +700,10 @@ ledger.below("fig9-norm-blur", "Fig. 9", f"Gaussian-NLL CNN, blur sev 5: log nor
 #    move classifier predictions towards the OCS, for every network tried in
 #    {doc}`02_reversion_with_shift` and here (at the strongest blur the CNN's KL falls from
 #    {glue:text}`ocs6-cnn-ce-clean:.3f` to {glue:text}`ocs6-cnn-ce-blur-5:.3f`), and on the same
-#    classifiers the output-layer norms shrink: in {doc}`02_reversion_with_shift` for all four of
-#    these shifts (least under clipped noise, whose *input* norm grows), here for blur (output
-#    ratio {glue:text}`ocs6-cnn-ce-blur-out:.2f`, CNN). *Rotation* is not of this kind: it keeps the
+#    classifiers the output-layer norms shrink under blur and contrast reduction
+#    ({doc}`02_reversion_with_shift`; here for blur, output ratio
+#    {glue:text}`ocs6-cnn-ce-blur-out:.2f` for the CNN), but not consistently under blended or
+#    clipped noise, whose *input* norm does not fall, although the classifiers revert there too. *Rotation* is not of this kind: it keeps the
 #    pixel energy, the output norms do not shrink (ratio {glue:text}`ocs6-cnn-ce-rotation-out:.2f`
 #    for the CNN classifier, {glue:text}`ocs6-mlp-ce-rotation-out:.2f` for the MLP), and the
 #    classifiers revert only at moderate angles. Reward regressors follow on mild shifts but rise

@@ -39,8 +39,9 @@
 #   converge to the network's own constant), and not when they move within it. But that constant
 #   is again nearer uniform than the imbalanced OCS.
 # - **The recipe.** With the paper's weight decay and best-validation checkpoint, the reward
-#   models' U shape and the Gaussian-NLL MLP's move away from the OCS both remain, smaller. Squared
-#   error on one-hot labels reverts monotonically: the U shape belongs to the reward targets.
+#   models' U shape remains, and the Gaussian-NLL MLP still does not revert (its predicted spread
+#   shrinks, its KL rises at strong shifts), though weight decay makes its drift much smaller.
+#   Squared error on one-hot labels reverts monotonically: the U shape belongs to the reward targets.
 # - So at this scale "reversion to a constant" is robust where inputs lose signal; "the constant
 #   is the OCS" holds only where the OCS is (nearly) uniform. The errata list the findings.
 # :::
@@ -349,12 +350,11 @@ HD = dict(items="mechanism")
 ledger.above("hd-kl-falls", "Sec. 3.1", f"d={P['d']}, off the subspace: mean KL to the OCS, lambda 0 minus 1 ({LO})",
              "predictions revert as inputs become OOD", lb(off["kl"][:, 0] - off["kl"][:, -1]), 0.0, fmt=".3f",
              items="hypothesis", bearing="supports")
-ledger.above("hd-proj-falls", "Fig. 4 / Sec. 4", f"d={P['d']}, off the subspace: projection ratio, lambda 0 minus 1 ({LO})",
+ledger.above("hd-proj-falls", "Sec. 4", f"d={P['d']}, off the subspace: projection ratio, lambda 0 minus 1 ({LO})",
              "OOD inputs leave the weights' top subspace", lb(off["proj"][:, 0] - off["proj"][:, -1]), 0.0, fmt=".3f",
-             items=["mechanism", "fig4-proj"], bearing="supports")
-ledger.below("hd-outnorm", "Fig. 4 / Sec. 4", f"d={P['d']}, off the subspace: log output-layer norm ratio at lambda 1 ({HI})",
-             "OOD feature norms shrink", ub(np.log(off["out"][:, -1])), 0.0, fmt=".2f", items=["mechanism", "fig4-norms"],
-             bearing="supports")
+             bearing="supports", **HD)
+ledger.below("hd-outnorm", "Sec. 4", f"d={P['d']}, off the subspace: log output-layer norm ratio at lambda 1 ({HI})",
+             "OOD feature norms shrink", ub(np.log(off["out"][:, -1])), 0.0, fmt=".2f", bearing="supports", **HD)
 ledger.above("hd-to-constant", "Sec. 4.1", f"d={P['d']}, off the subspace: KL to the network's constant, lambda 0 minus 1 ({LO})",
              "outputs dominated by the constants", lb(off["to_c"][:, 0] - off["to_c"][:, -1]), 0.0, fmt=".3f",
              bearing="supports", **HD)
@@ -447,23 +447,28 @@ plt.close(fig)
 # ```
 #
 # **The reward models' U shape** survives the paper's recipe: with weight decay and the best
-# checkpoint the distance of the MLP at severity 5 is lower than without
-# ({glue:text}`ocs7-mse-plain-5:.1f` against {glue:text}`ocs7-mse-paper-5:.1f`, mean of the two
-# shifts), but it still rises from severity 2 to 5, for the MLP and for the CNN. The **one-hot
+# checkpoint the distance still rises from severity 2 to 5, for the MLP and for the CNN. Whether
+# the recipe lowers the end point is not claimed: on this seed the MLP ends at
+# {glue:text}`ocs7-mse-paper-5:.1f` with the recipe against {glue:text}`ocs7-mse-plain-5:.1f`
+# without (mean of the two shifts), but a first version of this page claimed that it does, and the
+# claim failed on seeds 1 and 2. The **one-hot
 # regressor**, squared error on targets that differ from the rewards only by scale and offset,
 # reverts monotonically (distance {glue:text}`ocs7-onehot-0:.2f` clean, {glue:text}`ocs7-onehot-5:.3f`
 # at severity 5): the U shape is a property of the reward targets, not of the squared error.
 #
-# **The Gaussian-NLL MLP** still moves away from the OCS under the paper's recipe, and its
-# predicted standard deviation still shrinks, though less: weight decay is what helps (the KL's
-# rise from severity 0 to 5 is {glue:text}`ocs7-nll-rise-plain:.2f` plain,
-# {glue:text}`ocs7-nll-rise-wd:.2f` with weight decay, {glue:text}`ocs7-nll-rise-best:.2f` with the
-# best checkpoint alone, {glue:text}`ocs7-nll-rise-paper:.2f` with both). The best-validation
+# **The Gaussian-NLL MLP** does not revert under the paper's recipe either: its predicted standard
+# deviation still shrinks, and its KL to the OCS still rises from severity 2 to 5. Weight decay
+# makes the rise much smaller (from severity 0 to 5 it is {glue:text}`ocs7-nll-rise-plain:.2f`
+# plain, {glue:text}`ocs7-nll-rise-wd:.2f` with weight decay, {glue:text}`ocs7-nll-rise-best:.2f`
+# with the best checkpoint alone, {glue:text}`ocs7-nll-rise-paper:.2f` with both), so small that
+# with the full recipe the KL at severity 5 is not reliably above its clean value: a first version
+# of this page claimed that it is (`recipe-nll-away`), and the claim failed on seed 2; it now claims
+# the rise from severity 2 (`recipe-nll-rises`), i.e. that the distance is not monotone. The best-validation
 # checkpoint changes little here because the validation loss is still falling at the last epoch
 # for most networks (kept epochs printed above).
 #
 # So neither failure of {doc}`02_reversion_with_shift` is an artefact of the missing recipe; the
-# recipe only softens them.
+# recipe softens them, and for the Gaussian-NLL MLP it turns "moves away" into "does not revert".
 
 # %%
 dmean = {key: res["d"].mean(1) for key, res in rec.items()}  # (runs, severities), mean over the shifts
@@ -472,8 +477,8 @@ rise_rewards = min(lb(rec[a, "rewards", "paper"]["d"][:, k, -1] - rec[a, "reward
 nll_rise = {r: dmean["MLP", "Gaussian NLL", r][:, -1] - dmean["MLP", "Gaussian NLL", r][:, 0] for r in RECIPES}
 nll_sigma = np.log(rec["MLP", "Gaussian NLL", "paper"]["sigma"][:, :, -1] / rec["MLP", "Gaussian NLL", "paper"]["sigma"][:, :, 0]).mean(1)
 oh = rec["MLP", "one-hot", "paper"]["d"]
-for r in RECIPES:
-    glue(f"ocs7-nll-rise-{r.split()[0]}", float(nll_rise[r].mean()), display=False)
+for r, tag in zip(RECIPES, ("plain", "wd", "best", "paper")):
+    glue(f"ocs7-nll-rise-{tag}", float(nll_rise[r].mean()), display=False)
 glue("ocs7-mse-plain-5", float(dmean["MLP", "rewards", "plain"][:, -1].mean()), display=False)
 glue("ocs7-mse-paper-5", float(dmean["MLP", "rewards", "paper"][:, -1].mean()), display=False)
 glue("ocs7-onehot-0", float(oh[:, :, 0].mean()), display=False)
@@ -481,14 +486,12 @@ glue("ocs7-onehot-5", float(oh[:, :, -1].mean()), display=False)
 RECIPE = dict(items=["fig3", "table-b2"], proxy=True)
 ledger.above("recipe-mse-rise", "Fig. 3 / App. B.2", f"rewards, paper's recipe: distance sev 5 minus sev 2, worst of MLP/CNN x blur/contrast ({LO})",
              "monotone fall (contradicted: U shape)", rise_rewards, 0.0, fmt=".2f", bearing="contradicts", **RECIPE)
-ledger.above("recipe-mse-wd-helps", "App. B.2", f"rewards, MLP: distance at sev 5, plain minus paper's recipe, mean of the shifts ({LO})",
-             "the paper's recipe", lb(dmean["MLP", "rewards", "plain"][:, -1] - dmean["MLP", "rewards", "paper"][:, -1]), 0.0,
-             fmt=".2f", bearing="qualifies", **RECIPE)
 ledger.above("onehot-no-rise", "Fig. 3", f"one-hot squared error (paper's recipe): distance sev 2 minus sev 5, worse shift ({LO})",
              "distance falls with the shift", min(lb(oh[:, k, 2] - oh[:, k, -1]) for k in range(len(KINDS))), 0.0, fmt=".3f",
              bearing="supports", **RECIPE)
-ledger.above("recipe-nll-away", "Fig. 3 / App. B.2", f"Gaussian NLL MLP, paper's recipe: KL sev 5 minus sev 0, mean of the shifts ({LO})",
-             "distance falls (contradicted)", lb(nll_rise["paper"]), 0.0, fmt=".3f", bearing="contradicts", **RECIPE)
+nll_late = dmean["MLP", "Gaussian NLL", "paper"][:, -1] - dmean["MLP", "Gaussian NLL", "paper"][:, 2]
+ledger.above("recipe-nll-rises", "Fig. 3 / App. B.2", f"Gaussian NLL MLP, paper's recipe: KL sev 5 minus sev 2, mean of the shifts ({LO})",
+             "distance falls (contradicted)", lb(nll_late), 0.0, fmt=".3f", bearing="contradicts", **RECIPE)
 ledger.below("recipe-nll-sigma", "Fig. 2 / App. B.2", f"Gaussian NLL MLP, paper's recipe: log std ratio sev 5 / sev 0, mean of the shifts ({HI})",
              "predicted variance increases (contradicted)", ub(nll_sigma), 0.0, fmt=".2f",
              items=["claim-not-shrinking", "table-b2"], bearing="contradicts", proxy=True)
@@ -506,7 +509,9 @@ ledger.above("recipe-nll-wd-helps", "App. B.2", f"Gaussian NLL MLP: rise of the 
 # written after the pilot runs of seed 0 that designed it (the statistics, the imbalance ratio
 # $r=20$, the high-dimensional task, the recipes) and are tested on seeds 1-4
 # ({doc}`/book/robustness`); the margin of `hd-within-control` (a fall of the projection ratio below
-# 0.1) was set after seeing seed 0. Negative controls: the statistic $t$ is positive for
+# 0.1) was set after seeing seed 0. Two claims were changed after seeds 1 and 2 (said where they
+# are discussed): `recipe-mse-wd-helps` was dropped and `recipe-nll-away` became
+# `recipe-nll-rises`. Negative controls: the statistic $t$ is positive for
 # predictions equal to the OCS and negative for uniform ones (library unit tests); the
 # within-subspace shift is the control of the mechanism (`hd-within-control`); the one-hot
 # regressor is the control of the U shape (`onehot-no-rise`: the statistic that shows the rise for
