@@ -30,15 +30,15 @@
 #   inside the top right-singular subspace of the next weight does *not* fall with the shift here;
 #   the paper's Fig. 4 (col. 2) is not reproduced at this scale.
 # - **Accumulated constants.** Read where the paper reads them (the output bias for
-#   cross-entropy, the last hidden layer for the reward models), the reward constant is near the
-#   OCS only with LayerNorm; without normalisation and with BatchNorm it is *farther* from the
-#   OCS than the in-distribution predictions. The cross-entropy bias is close to uniform on these
+#   cross-entropy, the last hidden layer for the reward models), the reward constant is much
+#   nearer the OCS with LayerNorm than without normalisation; without normalisation and with
+#   BatchNorm it is *farther* from the OCS than the in-distribution predictions. The cross-entropy bias is close to uniform on these
 #   mildly imbalanced labels; {doc}`07_sharper_tests` tests it on strongly imbalanced ones.
 # - **Mechanism and outcome on the same networks.** The reward networks' predictions move towards
 #   their own accumulated constant as the blur grows, as the mechanism says, so they revert to the
 #   OCS only where that constant *is* the OCS: without normalisation the output norms shrink and
-#   yet the predictions move *away* from the OCS; with LayerNorm the output norms do not shrink and
-#   yet the predictions revert. Shrinking output norms are neither necessary nor sufficient here.
+#   yet the predictions move *away* from the OCS; with LayerNorm the output norms shrink much less
+#   than without normalisation and yet the predictions revert. Shrinking output norms are neither necessary nor sufficient here.
 # - So only part of the mechanism reproduces on 8x8 digits; the differences are listed in the
 #   errata ({doc}`/book/errata`).
 # :::

@@ -463,7 +463,8 @@ plt.close(fig)
 # with the best checkpoint alone, {glue:text}`ocs7-nll-rise-paper:.2f` with both), so small that
 # with the full recipe the KL at severity 5 is not reliably above its clean value: a first version
 # of this page claimed that it is (`recipe-nll-away`), and the claim failed on seed 2; it now claims
-# the rise from severity 2 (`recipe-nll-rises`), i.e. that the distance is not monotone. The best-validation
+# the rise from severity 2 (`recipe-nll-rises`), i.e. that the distance does not keep falling at
+# strong shifts. The best-validation
 # checkpoint changes little here because the validation loss is still falling at the last epoch
 # for most networks (kept epochs printed above).
 #
