@@ -8,15 +8,19 @@ CHAPTER ?=
 SEED ?=
 BOOK := $(PY) -m implicit_bias.book
 
-.PHONY: help install vendor-mathjax book execute sync report seeds test test-fast bench clean
+.PHONY: help install vendor-mathjax book execute sync report seeds lab test test-fast bench clean
 
 help:
 	@echo "make book [PROFILE=ci|full] [JOBS=N]   execute every chapter into _build/PROFILE and build the site"
 	@echo "make test                              unit tests, nbval over the chapters, sync check, strict build"
-	@echo "make execute [CHAPTER=path] [SEED=n]   re-execute chapters in place (profile ci) and refresh the report"
-	@echo "make sync                              regenerate notebook inputs from the .py sources"
+	@echo "make execute [CHAPTER=path] [SEED=n]   re-execute chapters in place (profile ci) and refresh the report;"
+	@echo "                                       with SEED=n into _build/seed<n>/, printing that seed's claims"
+	@echo "make sync [CHAPTER=...] [KEEP=notebook|source]"
+	@echo "                                       notebook inputs from the .py sources (refuses to overwrite"
+	@echo "                                       edits made in a .ipynb unless KEEP says which side wins)"
+	@echo "make lab                               JupyterLab in the book's root (kernel 'implicit-bias', jupytext)"
 	@echo "make seeds [CHAPTER=...] [JOBS=N]      seed sweep (seeds 0-4) and the robustness page"
-	@echo "make bench                             benchmarks (batched ensembles against loops)"
+	@echo "make bench [BENCH_ARGS=...]            benchmarks (ensemble engines against loops, fraction of peak)"
 	@echo "make clean                             remove build outputs"
 
 $(VENV)/.installed: requirements.txt pyproject.toml
@@ -24,6 +28,7 @@ $(VENV)/.installed: requirements.txt pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet -r requirements.txt
 	$(PY) -m pip install --quiet --no-deps --no-build-isolation -e .
+	$(PY) -m implicit_bias.book install-kernel >/dev/null
 	touch $@
 
 install: $(VENV)/.installed
@@ -52,8 +57,12 @@ else
 	$(BOOK) execute $(CHAPTER) --seed $(SEED) --out-dir _build/seed$(SEED) --jobs $(JOBS)
 endif
 
+KEEP ?=
 sync: install
-	$(BOOK) sync $(CHAPTER)
+	$(BOOK) sync $(CHAPTER) $(if $(KEEP),--keep $(KEEP))
+
+lab: install
+	$(BOOK) lab
 
 report: install
 	$(BOOK) report
@@ -63,13 +72,15 @@ seeds: install
 	$(BOOK) seeds $(CHAPTER) --seeds $(SEEDS) --jobs $(JOBS)
 
 test: install
+	-@$(MAKE) --no-print-directory vendor-mathjax
 	$(PY) -m pytest -n 2 --dist loadfile --nbval-lax tests chapters
 
 test-fast: install
 	$(PY) -m pytest -n 2 tests -m "not slow"
 
+BENCH_ARGS ?=
 bench: install
-	$(PY) benchmarks/ensemble_vs_loop.py
+	$(PY) benchmarks/ensemble_vs_loop.py $(BENCH_ARGS)
 	@test ! -f benchmarks/two_neuron_fig1.py || $(PY) benchmarks/two_neuron_fig1.py
 
 clean:

@@ -28,13 +28,15 @@
 #
 # :::{admonition} What this page shows
 # - Lemma 13's guarantee (a start with one neuron in each of $\mathcal S_1,\mathcal S_2$ and
-#   $\mathbf v(0)=\mathbf 0$ converges and stays split) and Lemma 5's (a start with a dead neuron
-#   never converges) hold on every pixel of the map away from the region boundaries.
+#   $\mathbf v(0)=\mathbf 0$ converges and stays split) holds on every pixel of the map away
+#   from the region boundaries, and fails for the same starts when $\mathbf v(0)\neq\mathbf 0$.
+#   Lemma 5 (a start with a dead neuron never converges) holds by construction of the gradient.
 # - Most of the torus is covered by no theorem. There the runs still converge in most cases
 #   when a neuron starts in $\mathcal S$ (active on both inputs), and never when both neurons start
 #   in the same $\mathcal S_i$.
-# - On split starts the stable rank reached equals the closed form of the previous page; where a
-#   neuron starts in $\mathcal S$ it varies continuously with that neuron's initial direction.
+# - On split starts the stable rank reached equals the closed form of the previous page (and
+#   not the cruder limit without Lemma 9's balance correction); where a neuron starts in
+#   $\mathcal S$ it varies continuously with that neuron's initial direction.
 # - Every neuron of a run that ends split lands in the final region $\mathcal F_i$ of the proof of
 #   Lemma 6 (the paper's Figure 3, here drawn from simulation).
 #
@@ -175,16 +177,27 @@ for name, M in maps.items():
     glue(f"rank2-{name}-Sconv", f"{R_['S_conv']:.2f}", display=False)
     glue(f"rank2-{name}-same", f"{R_['same_conv']:.2f}", display=False)
 
+# negative control for Lemma 13: the same split starts with a second layer that does not start
+# at 0 (each column uniform on the circle of radius r, as in the paper's experiment)
+ctrl = {}
+for name, M in maps.items():
+    sel = tn.is_split(M["codes0"]) & ~boundary_cells(M["codes0"])
+    Wsel = M["W0"][sel]
+    Vsel = tn.sphere_rows(len(Wsel), M["r0"], gen).transpose(1, 2).contiguous()
+    sim_v = tn.simulate(Wsel.to(dev), Vsel.to(dev), M["X"].to(dev), M["Y"].to(dev), lr=P["lr"], steps=P["steps"])
+    ctrl[name] = float(sim_v.converged.double().mean())
+print("control: split starts with v(0) on the circle of radius r: converged " +
+      ", ".join(f"{name} {v:.3f}" for name, v in ctrl.items()))
+glue("rank2-ctrl", ", ".join(f"{v:.2f}" for v in ctrl.values()), display=False)
+
 ledger.close("lemma13-map", "Lemma 13", "every start in S1 x S2 (away from the boundaries) converges and ends split",
-             "always", min(r["split_ok"] for r in res.values()), 1.0, atol=0.0)
-ledger.close("lemma5-map", "Lemma 5", "every start with a neuron in D ends stuck with that neuron dead",
-             "always", min(r["dead_ok"] for r in res.values()), 1.0, atol=0.0)
-ledger.close("same-Si-stuck", "this page", "no run whose neurons both start in the same S_i converges",
-             "not stated", max(r["same_conv"] for r in res.values()), 0.0, atol=0.0)
-ledger.holds("success-between", "Thm 3 + Lemma 5", "success fraction lies between the S1xS2 area 2(theta/2pi)^2 "
-             "and the no-dead area ((pi+theta)/2pi)^2, for both datasets", "in [bound, no-dead]",
-             ", ".join(f"{r['success']:.3f}" for r in res.values()),
-             all(r["lo"] <= r["success"] <= r["hi"] for r in res.values()), tolerance="in the interval")
+             "always", min(r["split_ok"] for r in res.values()), 1.0, atol=0.0, items="lemma13", bearing="supports")
+ledger.below("lemma13-control", "Lemma 13", "negative control: the same starts with v(0) != 0 do not all converge "
+             "(larger converged fraction of the two datasets)", "(not covered)", max(ctrl.values()), 1.0, fmt=".3f",
+             items="lemma13", bearing="control")
+ledger.close("same-Si-stuck", "Lemma 7", "no run whose neurons both start in the same S_i converges (inside S_i a "
+             "neuron moves only along x_i, away from the other input)", "not stated",
+             max(r["same_conv"] for r in res.values()), 0.0, atol=0.0, items="lemma7", bearing="supports")
 
 # %%
 def show_torus(ax, image, M, xlabel, ylabel, **imshow_kw):
@@ -221,17 +234,22 @@ plt.close(fig)
 # one run per pixel. Dashed lines: the boundaries of the cones $\mathcal D,\mathcal S,\mathcal
 # S_1,\mathcal S_2$ of each neuron; they cut the torus into rectangles. Lemma 13 predicts that
 # the rectangles where one neuron starts in $\mathcal S_1$ and the other in $\mathcal S_2$ are
-# blue, and Lemma 5 that the strips where a neuron starts in $\mathcal D$ are grey; blue outside
-# those rectangles, yellow and orange are outcomes no theorem predicts. In the right panel the
+# blue. The strips where a neuron starts in $\mathcal D$ are grey by Lemma 5, which holds by
+# construction of the gradient: the simulator stops such runs at once, so the grey strips are
+# imposed, not found. Blue outside those rectangles, yellow and orange are outcomes no theorem
+# predicts. In the right panel the
 # thin diagonal lines are symmetric starts: on $\varphi_1=\varphi_2$ the two neurons are identical
 # and stay identical, so zero loss is impossible; on the anti-diagonal the start is mirror
 # symmetric (the reflection that swaps $\mathbf x_1,\mathbf x_2$ also swaps
 # $\mathbf y_1=\mathbf e_1,\mathbf y_2=\mathbf e_2$), and those runs end split.
 # ```
 #
-# The success fraction is {glue:text}`rank2-120-success` at $\theta=120^\circ$ and
-# {glue:text}`rank2-paper-success` for the paper's dataset, well above the area of the
-# guaranteed rectangles. Outside the rectangles: when one neuron starts in $\mathcal S$ and
+# Every split start converges and stays split (claim `lemma13-map`); the same starts with a
+# second layer that does not start at 0 (columns on the circle of radius $r$) converge only in a
+# fraction {glue:text}`rank2-ctrl` of the cases, so the check can fail and Lemma 13's hypothesis
+# $\mathbf v(0)=0$ matters. The success fraction is {glue:text}`rank2-120-success` at
+# $\theta=120^\circ$ and {glue:text}`rank2-paper-success` for the paper's dataset, well above
+# the area $2(\theta/2\pi)^2$ of the guaranteed rectangles. Outside the rectangles: when one neuron starts in $\mathcal S$ and
 # none in $\mathcal D$, the run converges in most cases ({glue:text}`rank2-120-Sconv` and
 # {glue:text}`rank2-paper-Sconv` of those starts), and when both start in the same
 # $\mathcal S_i$ it never does ({glue:text}`rank2-120-same` and {glue:text}`rank2-paper-same`
@@ -244,20 +262,31 @@ plt.close(fig)
 # rectangles the closed form for the limit of split runs (previous page) predicts every pixel.
 
 # %%
-cf_err, sr_spread = {}, {}
+cf_err, cf_naive, sr_spread = {}, {}, {}
 for name, M in maps.items():
-    Wc, _ = tn.closed_form_limit(M["W0"], M["X"], M["Y"])
     split0 = tn.is_split(M["codes0"]) & M["sim"].converged.cpu()
-    sr_cf = tn.stable_rank_2x2(Wc)
-    cf_err[name] = float((sr_cf - M["sr"].reshape(-1))[split0].abs().max())
+    Wc, _ = tn.closed_form_limit(M["W0"], M["X"], M["Y"])
+    Wn, _ = tn.closed_form_limit(M["W0"], M["X"], M["Y"], balance=False)      # without Lemma 9's correction
+    cf_err[name] = float((tn.stable_rank_2x2(Wc) - M["sr"].reshape(-1))[split0].abs().max())
+    cf_naive[name] = float((tn.stable_rank_2x2(Wn) - M["sr"].reshape(-1))[split0].abs().max())
+    M["ideal_dev"] = float((M["sr"].reshape(-1) - tn.ideal_stable_rank(M["theta"]))[split0].abs().max())
     conv = M["sim"].converged.cpu()
     s_conv = M["sr"].reshape(-1)[conv & ~tn.is_split(tn.region_codes(M["sim"].W.cpu(), M["X"]))]
     sr_spread[name] = (float(s_conv.min()), float(s_conv.max())) if s_conv.numel() else (float("nan"),) * 2
-    print(f"{name:5s}: max |srank - closed form| on split starts {cf_err[name]:.1e}; converged runs with a neuron "
-          f"in S: srank in [{sr_spread[name][0]:.3f}, {sr_spread[name][1]:.3f}]; split value "
-          f"{float(tn.ideal_stable_rank(M['theta'])):.3f}")
-ledger.below("closed-form-map", "derived (Lemmas 7, 9, 13)", "stable rank on split starts equals the closed form "
-             "(max abs error over both maps)", "not stated", max(cf_err.values()), 1e-3, fmt=".1e")
+    print(f"{name:5s}: max |srank - closed form| on split starts {cf_err[name]:.1e} (without the balance "
+          f"correction {cf_naive[name]:.1e}); converged runs with a neuron in S: srank in [{sr_spread[name][0]:.3f}, "
+          f"{sr_spread[name][1]:.3f}]; split value {float(tn.ideal_stable_rank(M['theta'])):.3f}")
+glue("rank2-cf-err", f"{max(cf_err.values()):.1e}", display=False)
+glue("rank2-cf-naive", f"{cf_naive['120']:.1e}", display=False)
+for name, M in maps.items():
+    glue(f"rank2-{name}-ideal-dev", f"{M['ideal_dev']:.1e}", display=False)
+ledger.below("closed-form-map", "Lemmas 7, 9, 13", "stable rank on split starts equals the closed form "
+             "(max abs error over both maps)", "not stated", max(cf_err.values()), 2e-4, fmt=".1e",
+             items=["lemma7", "lemma9", "lemma13"], bearing="supports")
+ledger.above("closed-form-control", "Lemma 9", "negative control: the limit without Lemma 9's balance correction "
+             "(w.x_j = 1) misses by more than the tolerance on the 120-degree map (its initialisation radius is "
+             "large enough to tell them apart)", "-", cf_naive["120"], 2e-4, fmt=".1e", items="lemma9",
+             bearing="control")
 
 fig, axes = plotting.subplots(2, height=3.4)
 for ax, (name, M) in zip(axes, maps.items()):
@@ -272,8 +301,9 @@ plt.close(fig)
 # ```{glue:figure} rank2-fig-srank
 # :name: fig-rank2-srank
 # Stable rank of the first layer at convergence over the same torus (white: not converged).
-# On the split rectangles it is nearly constant, at $2/(1+|\cos\theta|)$ up to the small
-# initialisation ($4/3$ for $\theta=120^\circ$, 1.98 for the paper's dataset); where a neuron
+# On the split rectangles it stays within {glue:text}`rank2-120-ideal-dev` ($\theta=120^\circ$)
+# and {glue:text}`rank2-paper-ideal-dev` (paper's dataset) of $2/(1+|\cos\theta|)$ ($4/3$ and
+# 1.98), and equals the closed form to the tolerance of claim `closed-form-map`; where a neuron
 # starts in $\mathcal S$ it varies with that neuron's initial direction, over most of the colour range.
 # Dashed lines: the region boundaries, as in the previous figure.
 # ```
@@ -281,27 +311,39 @@ plt.close(fig)
 # ## Where the neurons end: the regions $\mathcal A_i$ and $\mathcal F_i$
 #
 # In the plane of first-layer weights we draw the cones, the regions $\mathcal A_i$ and
-# $\mathcal F_i$ of {prf:ref}`rank-def-AF` for the radius used above (with $\mathbf v(0)=0$,
+# $\mathcal F_i$ of {prf:ref}`the definition above <rank-def-AF>` for the radius used above (with $\mathbf v(0)=0$,
 # $\epsilon_0^{(i)}=r^2$), a few trajectories, and the end points of all converged runs of the
 # $\theta=120^\circ$ map. Lemma 6's proof places every neuron of a run that ends split in
 # $\mathcal F_1\cup\mathcal F_2$; we test membership for every such run of both maps.
 
 # %%
-mem = {}
+mem, wedge = {}, {}
 for name, M in maps.items():
     Wend = M["sim"].W.cpu()
     conv = M["sim"].converged.cpu()
     codes = tn.region_codes(Wend, M["X"])
+    es = conv & tn.is_split(codes)
+    # gradient descent keeps ||w_i||^2 - ||v_i||^2 only up to a drift of the order of the step
+    # (Lemma 9); F_i is drawn with the balance actually reached, r^2 plus the largest drift
+    eps = M["r0"] ** 2 + float(M["sim"].balance_drift[es.to(dev)].max())
     ok = torch.ones(len(Wend), dtype=torch.bool)
+    in_wedge = torch.ones(len(Wend), dtype=torch.bool)
     for n_ in range(2):
         for i, code in ((0, tn.S1), (1, tn.S2)):
             sel = codes[:, n_] == code
-            ok[sel] &= tn.in_final_region(Wend[sel, n_], M["X"], i, M["r0"], M["r0"] ** 2, tol=1e-2 * P["lr"] / 1e-2)
-    es = conv & tn.is_split(codes)
+            ok[sel] &= tn.in_final_region(Wend[sel, n_], M["X"], i, M["r0"], eps, tol=1e-9)
+            in_wedge[sel] &= tn.in_reachable(Wend[sel, n_], M["X"], i, 0.0, tol=1e-9)   # A_i without the strip
     mem[name] = float(ok[es].double().mean())
-    print(f"{name:5s}: runs ending split with both neurons in F_1 u F_2: {mem[name]:.4f} of {int(es.sum())}")
-ledger.close("lemma6-F", "Lemma 6 (proof), Fig. 3", "every run that ends split has its neurons in F_1 and F_2",
-             "always", min(mem.values()), 1.0, atol=0.0, fmt=".4f")
+    wedge[name] = float((~in_wedge)[es].double().mean())
+    print(f"{name:5s}: runs ending split with both neurons in F_1 u F_2: {mem[name]:.4f} of {int(es.sum())}; "
+          f"with a neuron outside the wedge between U_i and x_i: {wedge[name]:.3f}")
+glue("rank2-wedge", f"{max(wedge.values()):.2f}", display=False)
+ledger.close("lemma6-F", "Lemma 6 (proof), Fig. 3", "every run that ends split has its neurons in F_1 and F_2 "
+             "(geometry exact; the radius uses the balance reached by gradient descent)", "always",
+             min(mem.values()), 1.0, atol=0.0, fmt=".4f", items=["lemma6", "fig3"], bearing="supports")
+ledger.above("lemma6-F-control", "Lemma 6 (proof)", "negative control: without the half-strip of width ||w_i(0)|| "
+             "along x_i (the part of A_i that the initialisation adds), some end points fall outside (fraction, "
+             "larger of the two maps)", "-", max(wedge.values()), 0.0, fmt=".3f", items="lemma6", bearing="control")
 
 # %%
 M = maps["120"]
@@ -369,10 +411,11 @@ plt.close(fig)
 # ## Conclusion
 #
 # Where the paper's lemmas apply, the simulation agrees with them pixel by pixel: split starts
-# converge and stay split (Lemma 13), dead starts never converge (Lemma 5), split runs end in
+# converge and stay split (Lemma 13, and not when $\mathbf v(0)\neq0$), split runs end in
 # $\mathcal F_1\cup\mathcal F_2$ (Lemma 6) at the closed-form stable rank. The success fraction
 # lies between the guaranteed area $2(\theta/2\pi)^2$ and the no-dead area
-# $((\pi+\theta)/2\pi)^2$. Since starts with a dead neuron and starts with both neurons in the same
+# $((\pi+\theta)/2\pi)^2$ (the lower end follows from Lemma 13 on the map, the upper end from
+# Lemma 5). Since starts with a dead neuron and starts with both neurons in the same
 # $\mathcal S_i$ never converge, the whole excess over the guaranteed area comes from starts with
 # a neuron in $\mathcal S$, which no theorem covers and which produce the widest range of stable
 # ranks.
@@ -381,9 +424,17 @@ plt.close(fig)
 # tolerance 0 on all pixels more than one grid cell away from a region boundary (a pixel that
 # straddles a boundary has no definite starting region). The same rule is applied to the
 # observation that both neurons in the same $\mathcal S_i$ never converge. The closed form is
-# compared at $10^{-3}$ on the stable rank, which allows for the initialisation radius and the
-# step; membership in $\mathcal F_i$ allows $10^{-2}$ for the step (the boundaries of
-# $\mathcal F_i$ are exact only under GF).
+# compared at $2\cdot10^{-4}$ on the stable rank, which allows for the step; the version without
+# the balance correction misses by {glue:text}`rank2-cf-naive` on the $120^\circ$ map (the paper's
+# dataset has too small an initialisation radius to tell the two apart). An earlier version of
+# this page used $10^{-3}$, which did not separate the two; the tolerance was lowered after
+# seeing the control. Membership in
+# $\mathcal A_i$ is tested exactly (gradient descent, like gradient flow, moves a neuron in
+# $\mathcal S_i$ only along $\mathbf x_i$); the radius of the disc removed from $\mathcal A_i$
+# uses the balance $\|\mathbf w_i\|^2-\|\mathbf v_i\|^2$ that gradient descent actually keeps,
+# which drifts by a multiple of the step (Lemma 9 holds exactly only under gradient flow).
+# Without the half-strip that the initialisation adds to $\mathcal A_i$, a fraction
+# {glue:text}`rank2-wedge` of the runs that end split would fall outside.
 #
 # ## Claims
 

@@ -17,56 +17,67 @@
 # The positive half of {cite:t}`timor2023implicit`: if a dataset can be fitted by a depth-$k$
 # ReLU network with bounded layer norms, then every *minimum-norm* fit of much larger depth
 # $k'$ has weight matrices whose average ratio $\rho(W)=\|W\|_2/\|W\|_F$
-# ({prf:ref}`def-spectral-frobenius-ratio`) is close to its maximum 1. For the square loss
-# (Theorem 4) the bound tends to 1, i.e. stable rank ({prf:ref}`def-stable-rank`)
-# $\mathrm{srank}=\rho^{-2}$ tending to 1; for max-margin classification (Theorem 5) it tends only
-# to $1/\sqrt2$, i.e. stable rank about 2. The previous pages ({doc}`01_two_points_two_neurons`,
-# {doc}`02_where_gradient_flow_goes`) showed that a shallow network trained by gradient flow is
-# no rank minimiser; this page turns to depth. It checks the two constructions behind the
-# proofs exactly, then trains depth sweeps for a square-loss regression and a logistic-loss
-# classification, measures the ratio of every layer, and compares with the theorems' bounds as
-# functions of depth.
+# ({prf:ref}`def-spectral-frobenius-ratio`) is bounded below by a quantity that grows with
+# $k'$. For the square loss (Theorem 4) the bound tends to 1, i.e. stable rank
+# ({prf:ref}`def-stable-rank`) $\mathrm{srank}=\rho^{-2}$ tending to 1; for max-margin
+# classification (Theorem 5) it tends only to $1/\sqrt2$, i.e. stable rank about 2. The previous
+# pages ({doc}`01_two_points_two_neurons`, {doc}`02_where_gradient_flow_goes`) showed that a
+# shallow network trained by gradient flow is no rank minimiser; this page turns to depth. It
+# checks the constructions behind the proofs exactly, then computes, at depths up to
+# {glue:text}`rank3-deep`, the two objects the theorems are about: interpolating networks of
+# minimal norm, and the directions that gradient flow on the exponential loss converges to
+# (Lemma 1). Each network is put on the theorem's constraint, balanced, and its norm is
+# compared with the norm of the theorem's construction: where it is not larger, the theorem's
+# bound provably holds for that network.
 #
 # :::{important}
-# **The experiments are a proxy.** The theorems are about *global minimisers* of the
-# parameter norm under a fitting (Theorem 4) or margin (Theorem 5) constraint, which no
-# algorithm can compute or certify. We train with gradient descent and *weight decay*, which
-# favours small norms, and treat the networks it reaches as stand-ins for those minimisers.
-# They are stationary points of a penalised objective, not certified minimisers, so the
-# theorems' bounds are not guaranteed for them: the comparisons below are consistency checks,
-# not tests of the theorems. With the square loss they also fit the targets only approximately,
-# while Theorem 4's minimisers interpolate exactly. Nor is weight decay the unregularised
-# gradient flow of Lemma 1.
+# **What is and is not tested.** The theorems are about *global* minimisers of the parameter
+# norm, which no algorithm can compute or certify. We compute *local* ones: for the square loss,
+# KKT points of the minimum-norm interpolation problem (the limit $\lambda\to0$ of weight decay),
+# with several restarts; for classification, the direction reached by gradient flow on the
+# exponential loss, which by Lemma 1 heads to a KKT point of the max-margin problem. Claims about
+# these networks bear on Theorems 4 and 5 through a stand-in (marked *proxy* in the ledger), and
+# so do the square-loss claims on the paper's suggestion that weight decay produces low-rank deep
+# networks (we compute its $\lambda\to0$ limit directly instead of training with weight decay).
+# The exponential-loss runs test directly the paper's suggestion that gradient flow with an
+# exponentially tailed loss produces them.
 # :::
 #
 # :::{admonition} What this page shows
-# - The constructions of the proofs (Appendices D-E) are verified to rounding error: the
-#   deep extensions compute the same function with the stated norms, and the AM-GM step gives
-#   the bounds.
-# - Weight-decay solutions are balanced across layers, as the minimisers are, and their mean
-#   ratio lies above the theorems' bounds at every depth tested.
-# - The two limits differ as the theorems suggest: with the square loss and nonnegative targets
-#   the hidden layers are nearly rank 1; with the logistic loss their stable rank is near 2, and
-#   the mean ratio *decreases* with depth, towards $1/\sqrt2$ from above.
+# - The constructions of the proofs (Appendices D-E) are verified to rounding error.
+# - Square loss: the minimum-norm interpolants that gradient descent finds have hidden layers of
+#   stable rank 1, a norm equal to the construction's up to a few per cent, and a mean ratio
+#   above Theorem 4's bound at every depth; interpolants that do not minimise the norm violate
+#   the bound at depth 8 and more.
+# - Exponential loss: gradient flow approaches a KKT point of the max-margin problem (the KKT
+#   residual falls and the normalised margin grows, Lemma 1); the directions it reaches have a
+#   smaller norm than Theorem 5's construction at every depth, so the bound provably holds for
+#   them, and their hidden layers have stable rank close to 2.
+# - Depth moves the two losses in opposite directions: with the square loss the mean ratio rises
+#   towards 1, with the exponential loss it *falls* towards $1/\sqrt2$ from above. "Depth helps"
+#   means "the bound rises with depth", not "the rank falls with depth".
 #
-# **Take away:** "depth helps" is a statement about bounds for minimum-norm solutions. For
-# classification the limit it gives is stable rank about 2, not 1, and our proxies behave that
-# way; the depths we train (at most {glue:text}`rank3-deep` here) are far from the regime where
-# the bounds become tight.
+# **Take away:** at these sizes the theorems' conclusions hold for the networks that gradient
+# methods find, and the two limits of the bounds (rank 1 for the square loss with nonnegative
+# targets, stable rank about 2 for classification) are what the networks reach.
 # :::
 
 # %% tags=["parameters"]
-profile = "ci"   # "ci": CPU, about a minute; "full": more depths, wider nets, longer training (GPU)
+profile = "ci"   # "ci": CPU, under a minute; "full": wider networks, more restarts, longer runs (GPU)
 seed = 0
 device = "auto"
 
 # %%
 PROFILES = {
-    # depths: depth sweep k'; seeds: networks per depth (the batch axis); lam: weight decay
-    "ci": dict(n=24, d=8, width=12, depths=(2, 3, 4, 6), seeds=3, lr=0.1, steps=3000, lam=1e-2,
-               construct_depths=(3, 4, 8, 16, 32)),
-    "full": dict(n=64, d=16, width=32, depths=(2, 3, 4, 6, 8, 12), seeds=8, lr=0.05, steps=20_000, lam=1e-2,
-                 construct_depths=(3, 4, 8, 16, 32, 64, 128)),
+    # n points on the unit sphere of R^d; width of the hidden layers; depths k' of the sweeps;
+    # nets: restarts per depth (one batch); descent_*: projected descent of the norm on the
+    # interpolation constraint; margin_*: normalised gradient flow on the exponential loss
+    "ci": dict(n=24, d=8, width=12, depths=(2, 4, 8, 16, 32), nets=5, descent_steps=80, descent_step=0.3,
+               margin_steps=2000, margin_step=(0.03, 0.001), margin_cap=100.0, checkpoints=(100, 500, 1000),
+               kaiming_depth=8, construct_depths=(3, 4, 8, 16, 32)),
+    "full": dict(n=64, d=16, width=32, depths=(2, 4, 8, 16, 32, 64), nets=8, descent_steps=300, descent_step=0.3,
+                 margin_steps=20_000, margin_step=(0.03, 0.0003), margin_cap=100.0,
+                 checkpoints=(100, 1000, 5000, 10_000), kaiming_depth=8, construct_depths=(3, 4, 8, 16, 32, 64, 128)),
 }
 
 # %%
@@ -77,8 +88,9 @@ import numpy as np
 import torch
 from myst_nb import glue
 
-from implicit_bias import ensembles, models, plotting, spectra
+from implicit_bias import cache, plotting
 from implicit_bias.rank_minimization import deep_constructions as dc
+from implicit_bias.rank_minimization import deep_training as dt
 from implicit_bias.chapter import start_chapter
 from implicit_bias.claims import Ledger
 
@@ -86,6 +98,7 @@ P, dev = start_chapter(PROFILES, profile=profile, seed=seed, device=device)
 ledger = Ledger("rank_minimization/03_depth_helps")
 gen = torch.Generator().manual_seed(seed)
 D = torch.float64
+glue("rank3-deep", max(P["depths"]), display=False)
 
 # %% [markdown]
 # ## The statements
@@ -103,7 +116,7 @@ D = torch.float64
 # $y_i\ge1$. Suppose a network $N$ of width $m\ge2$ and depth $k\ge2$ interpolates the data
 # with $\|W_l\|_F\le B$ for all $l$. Let $\boldsymbol\theta^*=[W_1^*,\dots,W_{k'}^*]$ be a global
 # minimiser of $\|\boldsymbol\theta\|$ subject to $N_{\boldsymbol\theta}(\mathbf x_i)=y_i$ for all
-# $i$, over networks of width $m'\ge m$ and depth $k'>k$. Then
+# $i$ (Problem 2), over networks of width $m'\ge m$ and depth $k'>k$. Then
 # $$\frac1{k'}\sum_{l=1}^{k'}\frac{\|W_l^*\|_2}{\|W_l^*\|_F}\ \ge\ \Big(\frac1B\Big)^{k/k'}.$$
 # Equivalently, the harmonic mean of $\|W_l^*\|_F/\|W_l^*\|_2=\mathrm{srank}(W_l^*)^{1/2}$ is at
 # most $B^{k/k'}$.
@@ -115,10 +128,11 @@ D = torch.float64
 # Let $(\mathbf x_i,y_i)_{i\le n}$ have $y_i\in\{\pm1\}$ and some $\|\mathbf x_i\|\le1$, and let
 # a network $N$ of width $m\ge2$ and depth $k\ge2$ satisfy $y_iN(\mathbf x_i)\ge1$ with
 # $\|W_l\|_F\le B$. Let $\boldsymbol\theta^*$ be a global minimiser of
-# $\frac12\|\boldsymbol\theta\|^2$ subject to $y_iN_{\boldsymbol\theta}(\mathbf x_i)\ge1$, over
-# width $m'\ge m$ and depth $k'>k$. Then
-# $$\frac1{k'}\sum_{l=1}^{k'}\frac{\|W_l^*\|_2}{\|W_l^*\|_F}\ \ge\
-# \frac1{\sqrt2}\Big(\frac{\sqrt2}{B}\Big)^{k/k'}\sqrt{\frac{k'}{k'+1}}\ \xrightarrow[k'\to\infty]{}\ \frac1{\sqrt2}.$$
+# $\frac12\|\boldsymbol\theta\|^2$ subject to $y_iN_{\boldsymbol\theta}(\mathbf x_i)\ge1$
+# (Problem 6), over width $m'\ge m$ and depth $k'>k$. Then
+# $$\begin{aligned}\frac1{k'}\sum_{l=1}^{k'}\frac{\|W_l^*\|_2}{\|W_l^*\|_F}\ &\ge\
+# \frac1{\sqrt2}\Big(\frac{\sqrt2}{B}\Big)^{k/k'}\sqrt{\frac{k'}{k'+1}}\\
+# &\xrightarrow[k'\to\infty]{}\ \frac1{\sqrt2}.\end{aligned}$$
 # Equivalently, the harmonic mean of $\mathrm{srank}(W_l^*)^{1/2}$ is at most
 # $\sqrt2\,(B/\sqrt2)^{k/k'}\sqrt{(k'+1)/k'}$, which tends to $\sqrt2$.
 # ```
@@ -129,10 +143,16 @@ D = torch.float64
 # For a homogeneous ReLU network trained by gradient flow on the average exponential or
 # logistic loss over a binary classification dataset, if the loss tends to 0 then
 # $\boldsymbol\theta(t)/\|\boldsymbol\theta(t)\|$ converges to the direction of a first-order
-# stationary (KKT) point of $\min\frac12\|\boldsymbol\theta\|^2$ s.t. $y_iN_{\boldsymbol\theta}
-# (\mathbf x_i)\ge1$ for all $i$, the problem of Theorem 5 ({cite:t}`lyu2020gradient`,
-# {cite:t}`ji2020directional`). A KKT point need not be a global minimiser, so Theorem 5 does not
-# apply to it; the paper says the combination only "suggests" a low-rank bias.
+# stationary (KKT) point of Problem 6 ({cite:t}`lyu2020gradient`, {cite:t}`ji2020directional`).
+# A KKT point need not be a global minimiser, so Theorem 5 does not apply to it; the paper says
+# the combination only "suggests" a low-rank bias.
+# ```
+#
+# ```{prf:lemma} Lemmas 14 and 15
+# :label: rank-lem14
+# :nonumber:
+# A global minimiser $\boldsymbol\theta^*$ of Problem 2 (Lemma 14), or of Problem 6 (Lemma 15),
+# is balanced: $\|W_i^*\|_F=\|W_j^*\|_F$ for all layers $i,j$.
 # ```
 #
 # ```{prf:proof}
@@ -141,12 +161,21 @@ D = torch.float64
 # $B^{-(k'-k)/k'}$, append width-1 layers of weight $B^{k/k'}$) or
 # $\|\boldsymbol\theta'\|^2\le2(k'+1)(B^2/2)^{k/k'}$ (Theorem 5: split the output into
 # $\pm$ channels, then layers $\beta I_2$ and a last layer $\beta(1,-1)$). *Balance:* a
-# minimiser has equal layer norms (Lemmas 14-15), so each is at most
+# minimiser has equal layer norms (Lemmas 14-15: rescaling layer $i$ by $c$ and layer $j$ by
+# $1/c$ keeps the function and changes the norm unless they are equal), so each is at most
 # $\sqrt{\|\boldsymbol\theta'\|^2/k'}$. *AM-GM:* a point with $\|\mathbf x\|\le1$ and
 # $|N^*(\mathbf x)|\ge1$ gives $1\le\prod_l\|W^*_l\|_2$, hence
 # $\frac1{k'}\sum_l r_l\ge(\prod_l r_l)^{1/k'}\ge(\prod_l\|W^*_l\|_F)^{-1/k'}$, with
 # $r_l=\|W^*_l\|_2/\|W^*_l\|_F$.
 # ```
+#
+# The proof uses global optimality only once, to get $\|\boldsymbol\theta^*\|\le\|\boldsymbol
+# \theta'\|$. So **any** network that satisfies the constraint, is balanced, and has a norm at
+# most the construction's satisfies the theorem's bound: for a balanced network with smallest
+# output (Theorem 4: at a point with $y_i\ge1$) or margin (Theorem 5) equal to 1, the AM-GM
+# chain gives mean ratio $\ge\sqrt{k'/\|\boldsymbol\theta\|^2}$, and
+# $\sqrt{k'/\|\boldsymbol\theta'\|^2}$ is exactly the theorem's bound. This is the test applied
+# below to every network we train.
 #
 # The limit $1/\sqrt2$ of Theorem 5 comes from the construction: a signed scalar cannot pass a
 # ReLU in one channel, so the tail carries it in two, and a layer $\beta I_2$ has ratio exactly
@@ -159,7 +188,8 @@ D = torch.float64
 # Theorem 4), extend it to each depth $k'$, and check that the outputs agree, that the squared
 # norm equals the formula (the reference is balanced first, so the bounds hold with equality),
 # that the tail layers have ratio 1 (Theorem 4) or $1/\sqrt2$ (Theorem 5), and that the AM-GM
-# certificate evaluated on the constructed network is at least the theorem's bound.
+# certificate evaluated on the constructed network is at least the theorem's bound. These are
+# checks of our code and of the proofs' algebra (controls), not findings.
 
 # %%
 g0 = torch.Generator().manual_seed(1000 + seed)
@@ -167,300 +197,447 @@ Xc = torch.randn(50, 4, generator=g0, dtype=D)
 Xc = Xc / Xc.norm(dim=1, keepdim=True)
 ref = [torch.randn(5, 4, generator=g0, dtype=D) / 2, torch.randn(1, 5, generator=g0, dtype=D).abs() / 2]
 ref = dc.balance(ref)
-out_ref = dc.forward(ref, Xc)
-scale = float(out_ref.max())                      # rescale so that max_i N(x_i) = 1 (q = 1)
+scale = float(dc.forward(ref, Xc).max())             # rescale so that max_i N(x_i) = 1 (q = 1)
 ref = [W / scale ** 0.5 for W in ref]
 out_ref = dc.forward(ref, Xc)
-B = dc.frobenius_bound(ref)
-err4 = err5 = norm4 = norm5 = tail4 = tail5 = 0.0
-cert4_ok = cert5_ok = True
+B_c = dc.frobenius_bound(ref)
+err = norm_gap = tail = 0.0
+cert_ok = True
 for kp in P["construct_depths"]:
     N4, N5 = dc.theorem4_network(ref, kp), dc.theorem5_network(ref, kp)
-    err4 = max(err4, float((dc.forward(N4, Xc) - out_ref).abs().max()))
-    err5 = max(err5, float((dc.forward(N5, Xc) - out_ref).abs().max()))
-    norm4 = max(norm4, abs(dc.squared_norm(N4) / dc.theorem4_norm(2, kp, B) - 1))
-    norm5 = max(norm5, abs(dc.squared_norm(N5) / dc.theorem5_norm(2, kp, B) - 1))
-    tail4 = max(tail4, float((dc.ratios(N4[2:]) - 1).abs().max()))
+    err = max(err, float((dc.forward(N4, Xc) - out_ref).abs().max()), float((dc.forward(N5, Xc) - out_ref).abs().max()))
+    norm_gap = max(norm_gap, abs(dc.squared_norm(N4) / dc.theorem4_norm(2, kp, B_c) - 1),
+                   abs(dc.squared_norm(N5) / dc.theorem5_norm(2, kp, B_c) - 1))
+    tail = max(tail, float((dc.ratios(N4[2:]) - 1).abs().max()))
     if kp > 3:
-        tail5 = max(tail5, float((dc.ratios(N5[2:-1]) - 1 / math.sqrt(2)).abs().max()))
-    cert4_ok &= dc.certificate(N4, 1.0) >= dc.theorem4_bound(2, kp, B) - 1e-12
-    cert5_ok &= dc.certificate(N5, 1.0) >= dc.theorem5_bound(2, kp, B) - 1e-12
-    cert4_ok &= float(dc.ratios(N4).mean()) >= dc.certificate(N4, 1.0) - 1e-12
-    cert5_ok &= float(dc.ratios(N5).mean()) >= dc.certificate(N5, 1.0) - 1e-12
-print(f"reference: depth 2, B = {B:.3f}; depths {list(P['construct_depths'])}")
-print(f"max |N' - N|: Thm 4 {err4:.1e}, Thm 5 {err5:.1e}; max relative gap to the norm formula: "
-      f"{norm4:.1e}, {norm5:.1e}; tail ratios off by {tail4:.1e}, {tail5:.1e}")
-ledger.below("thm4-construction", "Thm 4 / App. D", "the depth-k' extension computes the same outputs",
-             "exact", max(err4, 0.0), 1e-12, fmt=".1e")
-ledger.below("thm5-construction", "Thm 5 / App. E", "the two-channel extension computes the same outputs",
-             "exact", err5, 1e-12, fmt=".1e")
+        tail = max(tail, float((dc.ratios(N5[2:-1]) - 1 / math.sqrt(2)).abs().max()))
+    for N, bound in ((N4, dc.theorem4_bound(2, kp, B_c)), (N5, dc.theorem5_bound(2, kp, B_c))):
+        cert_ok &= float(dc.ratios(N).mean()) >= dc.certificate(N, 1.0) - 1e-12 >= bound - 2e-12
+print(f"reference: depth 2, B = {B_c:.3f}; depths {list(P['construct_depths'])}")
+print(f"max |N' - N| {err:.1e}; max relative gap to the norm formulas {norm_gap:.1e}; tail ratios off by {tail:.1e}")
+ledger.below("constructions", "Thms 4-5 / Apps. D-E", "the depth-k' extensions compute the same outputs as the "
+             "reference (max |N' - N| over both constructions and all depths)", "exact", err, 1e-12, fmt=".1e",
+             items=["thm4", "thm5"], bearing="control")
 ledger.below("construction-norms", "Apps. D-E", "squared norms equal k'B^(2k/k') and 2(k'+1)(B^2/2)^(k/k') "
-             "(max relative gap, balanced reference)", "<= (equality when balanced)", max(norm4, norm5), 1e-12,
-             fmt=".1e")
-ledger.below("tail-ratios", "Apps. D-E", "tail layers have ratio 1 (Thm 4) and 1/sqrt2 (Thm 5)", "by construction",
-             max(tail4, tail5), 1e-12, fmt=".1e")
+             "(max relative gap, balanced reference); tail ratios 1 and 1/sqrt2", "<= (equality when balanced)",
+             max(norm_gap, tail), 1e-12, fmt=".1e", items=["thm4", "thm5"], bearing="control")
 ledger.holds("certificate", "Apps. D-E", "mean ratio >= AM-GM certificate >= the theorem's bound, on every "
-             "constructed network", "AM-GM chain", "holds" if (cert4_ok and cert5_ok) else "violated",
-             cert4_ok and cert5_ok)
+             "constructed network", "AM-GM chain", "holds" if cert_ok else "violated", cert_ok,
+             items=["thm4", "thm5"], bearing="control")
 
 # %% [markdown]
-# ## Depth sweeps
+# ## Theorem 4 on minimum-norm interpolants
 #
-# The global minimisers of the theorems cannot be computed. Two proxies, trained with
-# full-batch gradient descent and weight decay $\lambda=$ {glue:text}`rank3-lam` (which makes the penalised objective's
-# stationary points balanced, like the minimisers: Lemmas 14-15 hold for them by the same
-# rescaling argument):
+# **Data.** {glue:text}`rank3-n` points on the unit sphere of $\mathbb R^{d}$, $d=$
+# {glue:text}`rank3-d`, with targets $y_i=1+|\mathbf t^\top\mathbf x_i|\ge1$ for a random teacher
+# $\mathbf t$ (nonnegative, as Theorem 4 needs). Networks of width {glue:text}`rank3-width` and
+# depths $k'\in$ {glue:text}`rank3-depths`, {glue:text}`rank3-nets` restarts per depth trained as
+# one batch.
 #
-# - **(a) square loss**, $\tfrac1{2n}\sum_i(N(\mathbf x_i)-y_i)^2+\tfrac\lambda2\|\boldsymbol\theta\|^2$
-#   with targets $y_i=1+|\mathbf t^\top\mathbf x_i|\ge1$ for a random teacher $\mathbf t$
-#   (nonnegative, as Theorem 4 needs);
-# - **(b) logistic loss**, $\frac1n\sum_i\log(1+e^{-y_iN(\mathbf x_i)})+\tfrac\lambda2\|\boldsymbol
-#   \theta\|^2$ with $y_i=\operatorname{sign}(\mathbf t^\top\mathbf x_i)$. As $\lambda\to0$,
-#   minimisers of the penalised logistic loss point in max-margin directions, the objects of
-#   Theorem 5; Lemma 1 says that unregularised gradient flow also heads to a (KKT) max-margin
-#   direction, but only logarithmically slowly, which a CPU budget cannot follow.
+# **Two kinds of interpolants.** For each restart we compute (i) the interpolant *closest to the
+# initialisation*, by Gauss-Newton projection of the initial network onto the constraint
+# $N_{\boldsymbol\theta}(\mathbf x_i)=y_i$ (where gradient descent on the square loss ends when
+# the network stays near its linearisation; nothing in it minimises the norm), and (ii) a
+# *minimum-norm* interpolant: starting from (i), projected gradient descent of
+# $\|\boldsymbol\theta\|^2$ on the constraint (each step removes a fraction of the part of
+# $\boldsymbol\theta$ tangent to the constraint, then projects back). This is the limit
+# $\lambda\to0$ of weight decay: its fixed points are the KKT points of Problem 2,
+# $\boldsymbol\theta=\sum_i\mu_i\nabla_{\boldsymbol\theta}N(\mathbf x_i)$, and we report the
+# relative size of the part of $\boldsymbol\theta$ outside that span (the KKT residual).
 #
-# Each network first trains for a sixth of the budget without weight decay, then with it: for
-# depth $k'\ge3$ the origin is a local minimum of the penalised objective (the loss moves only
-# at order $\|\boldsymbol\theta\|^{k'-1}$ there), and a net that has not fitted the data before
-# the penalty acts can collapse into it.
+# **The test.** Each network is balanced (layers rescaled to equal Frobenius norms, which keeps
+# the function). $B$ is the layer norm of the best depth-2 minimum-norm interpolant over the
+# restarts ($k=2$); the construction of Theorem 4 from it has squared norm $k'B^{4/k'}$, and the
+# bound is $(1/B)^{2/k'}$.
 #
-# **Choices made after pilot runs.** Three design choices were fixed after pilot runs of this
-# page, not in advance: the warm start just described, the data margin of 0.1 below, and
-# leaving out of the logistic statistics the networks that do not separate the training data
-# (see below). Each of them removes runs that are poor proxies for the theorems' minimisers
-# (collapsed to 0, no margin, not a classifier), but together they also select the runs we
-# report on.
-#
-# Inputs are {glue:text}`rank3-n` points on the unit sphere of $\mathbb R^{d}$, $d=$
-# {glue:text}`rank3-d`, at distance at least 0.1 from the teacher's hyperplane (so the classes
-# are separated with a margin, the setting of Theorem 5); width {glue:text}`rank3-width`; {glue:text}`rank3-seeds` seeds per depth
-# trained as one batch (`ensembles.train_ensemble`). For each network we record the ratio
-# $r_l=\|W_l\|_2/\|W_l\|_F$ of every layer, the layer-norm spread
-# $\max_l\|W_l\|_F/\min_l\|W_l\|_F$ (1 when balanced), and the stable rank of the hidden-to-hidden
-# layers $W_2,\dots,W_{k'-1}$, whose limit distinguishes the two hypotheses "stable rank tends to
-# 1" and "tends to 2". The first layer (input to hidden) and the last (a row, ratio 1 trivially)
-# are special.
+# **Design choices made after pilot runs.** Hidden-to-hidden layers start at
+# $I+0.3\,G/\sqrt2$ with $G$ a Kaiming matrix (first and last layers Kaiming): with Kaiming
+# hidden layers, networks of width 12 and depth 32 often end with a training input mapped to
+# exactly 0, which no gradient can undo. At depth 8, where both starts train, the exponential-loss
+# section below checks that the start does not change the result (claim `init-control`).
 
 # %%
 n, d, m = P["n"], P["d"], P["width"]
+depths, E = list(P["depths"]), P["nets"]
 teacher = torch.randn(d, generator=gen, dtype=D)
 cand = torch.randn(20 * n, d, generator=gen, dtype=D)
 cand = cand / cand.norm(dim=1, keepdim=True)
-Xs = cand[(cand @ teacher / teacher.norm()).abs() >= 0.1][:n]       # a margin of 0.1 around the teacher's plane
-y_sq = (1 + (Xs @ teacher).abs()).view(-1, 1)
-y_cl = torch.sign(Xs @ teacher)
-for key, val in {"n": n, "d": d, "width": m, "seeds": P["seeds"], "lam": f"{P['lam']:g}"}.items():
+X = cand[(cand @ teacher / teacher.norm()).abs() >= 0.1][:n].to(dev)   # a margin of 0.1 around the teacher's plane
+y_sq = 1 + (X @ teacher.to(dev)).abs()
+y_cl = torch.sign(X @ teacher.to(dev))
+for key, val in {"n": n, "d": d, "width": m, "nets": E, "depths": "{" + ", ".join(map(str, depths)) + "}"}.items():
     glue(f"rank3-{key}", val, display=False)
+use_cache = profile == "full"
 
-arms = {"square": ("half_mse", y_sq), "logistic": ("logistic", y_cl)}
-results = {a: {} for a in arms}
-for arm, (loss, y) in arms.items():
-    for depth in P["depths"]:
-        seeds = [1000 * seed + 100 * depth + s for s in range(P["seeds"])]
-        ens = ensembles.Ensemble.build(
-            lambda s, depth=depth: models.MLP(d, 1, m, depth, bias=False, init_std=math.sqrt(2 / m)).double(),
-            seeds=seeds, device=dev)
-        # warm start without weight decay (from a small fit, the penalised objective's trivial
-        # minimum at 0 is out of reach), then weight decay for the rest of the budget
-        ensembles.train_ensemble(ens, Xs.to(dev), y.to(dev), loss=loss, steps=P["steps"] // 6, lr=P["lr"],
-                                 progress=False, desc=f"{arm} depth {depth} (warm start)")
-        hist = ensembles.train_ensemble(ens, Xs.to(dev), y.to(dev), loss=loss, steps=P["steps"], lr=P["lr"],
-                                        weight_decay=P["lam"], progress=False, desc=f"{arm} depth {depth}")
-        Ws = [W.detach().cpu() for W in ens.weight_matrices()]
-        r = torch.stack([spectra.spectral_frobenius_ratio(W) for W in Ws], -1)          # (seeds, depth)
-        sr = torch.stack([spectra.stable_rank(W) for W in Ws], -1)
-        fn = torch.stack([W.norm(dim=(-2, -1)) for W in Ws], -1)
-        out = ens(Xs.to(dev)).detach().cpu().squeeze(-1)
-        L = hist.loss[:, -1]
-        results[arm][depth] = dict(
-            r=r, sr=sr, mean_r=r.mean(-1), spread=fn.max(-1).values / fn.min(-1).values,
-            mid_sr=sr[:, 1:-1].mean(-1) if depth > 2 else torch.full((len(seeds),), float("nan"), dtype=D),
-            rel_change=((hist.loss[:, -P["steps"] // 10] - L).abs() / L),
-            fit=(out - y_sq.squeeze(-1)).abs().max(-1).values if arm == "square"
-            else (torch.sign(out) == y_cl).double().mean(-1),
-            Ws=Ws, out=out)
-        R_ = results[arm][depth]
-        # Theorem 5 is about networks that separate the data; a logistic net that does not (it
-        # can happen: a one-channel chain passes only one sign) is no max-margin proxy
-        R_["keep"] = (R_["fit"] == 1.0) if arm == "logistic" else torch.ones(len(seeds), dtype=torch.bool)
-        print(f"{arm:8s} depth {depth:2d}: mean ratio {R_['mean_r'].mean():.3f}  hidden-layer srank "
-              f"{R_['mid_sr'].mean():.2f}  norm spread {R_['spread'].max():.3f}  "
-              f"{'max |N - y|' if arm == 'square' else 'train accuracy'} "
-              f"{R_['fit'].max() if arm == 'square' else R_['fit'].min():.3f}  "
-              f"rel. loss change over last 10% {R_['rel_change'].max():.1e}"
-              + ("" if bool(R_["keep"].all()) else
-                 f"  [{int((~R_['keep']).sum())} not separating, hidden srank {R_['mid_sr'][~R_['keep']].mean():.2f}]"))
+
+def hidden_srank(r: torch.Tensor) -> torch.Tensor:
+    """Mean stable rank of the hidden-to-hidden layers W_2 .. W_{k'-1} from the ratios (E, k')."""
+    return (r[:, 1:-1] ** -2).mean(-1) if r.shape[1] > 2 else torch.full((r.shape[0],), float("nan"), dtype=D)
+
+
+def square_arm(depth: int, g: torch.Generator) -> dict:
+    W0 = dt.init_stack(E, depth, d, m, g, init="identity", device=dev)
+    near, res_near = dt.project_interpolation(dt.fit_scale(W0, X, y_sq), X, y_sq, iters=12)
+    low, res_low = dt.minimum_norm_descent(near, X, y_sq, step=P["descent_step"], steps=P["descent_steps"])
+    out = {}
+    for name, ws, res in (("near", near, res_near), ("min", low, res_low)):
+        wb = dt.balance(ws)
+        r = dt.ratios(wb).cpu()
+        out[name] = dict(res=res.cpu(), norm=dt.squared_norms(wb).cpu(), mean_r=r.mean(-1), hid=hidden_srank(r),
+                         spread=(lambda F: F.max(-1).values / F.min(-1).values)(dt.layer_norms(ws).cpu()))
+    out["min"]["kkt"] = dt.interpolation_kkt_residual(low, X).cpu()
+    return out
+
+
+sq = {}
+for depth in depths:
+    g = torch.Generator().manual_seed(1000 * seed + depth)
+    S = cache.cached("rank3-square", dict(P, seed=seed, depth=depth), lambda: square_arm(depth, g), enabled=use_cache)
+    # a restart counts when it ends on the constraint at a KKT point; the others (an input
+    # mapped to 0 in some layer, or a descent that stalled) are reported and left out
+    S["ok"] = (S["min"]["res"] < 1e-9) & (S["min"]["kkt"] < 0.1)
+    for name in ("near", "min"):
+        S[name] = {key: val[S["ok"]] for key, val in S[name].items()}
+    sq[depth] = S
+
+B4 = float((sq[2]["min"]["norm"] / 2).sqrt().min())    # best depth-2 reference, balanced: ||theta||^2 = 2 B^2
+deeper = [k for k in depths if k > 2]
+bound4 = {k: dc.theorem4_bound(2, k, B4) for k in deeper}
+norm4 = {k: dc.theorem4_norm(2, k, B4) for k in deeper}
+print(f"reference: best depth-2 minimum-norm interpolant, B = {B4:.3f}")
+for k in depths:
+    S = sq[k]
+    line = (f"k' = {k:2d}: {int(S['ok'].sum())}/{E} restarts at a KKT point (KKT residual "
+            f"{float(S['min']['kkt'].max()):.3f}); mean ratio {float(S['min']['mean_r'].min()):.3f}-"
+            f"{float(S['min']['mean_r'].max()):.3f} (closest to init {float(S['near']['mean_r'].min()):.3f}-"
+            f"{float(S['near']['mean_r'].max()):.3f})")
+    if k > 2:
+        line += (f"; bound {bound4[k]:.3f}; norm / construction {float((S['min']['norm'] / norm4[k]).min()):.4f}-"
+                 f"{float((S['min']['norm'] / norm4[k]).max()):.4f} (closest to init "
+                 f"{float((S['near']['norm'] / norm4[k]).min()):.1f}-{float((S['near']['norm'] / norm4[k]).max()):.1f});"
+                 f" hidden srank {float(S['min']['hid'].max()):.3f} (closest to init {float(S['near']['hid'].min()):.2f})")
+    print(line)
 
 # %% [markdown]
-# ### The bounds for these data
-#
-# Theorems 4-5 need a depth-$k$ reference with bounded layer norms. We take the trained depth-2
-# networks ($k=2$), balanced, and rescaled so that they satisfy the constraint at every
-# sample: for (a) so that the smallest $N(\mathbf x_i)/y_i$ is 1 (then $N(\mathbf x_i)\ge
-# y_i\ge1$: the reference over-fits slightly, which only makes $B$ larger and the bound weaker;
-# exact interpolation is not needed by the proof's AM-GM step), and for (b) so that the
-# smallest margin $y_iN(\mathbf x_i)$ is 1. $B$ is the resulting layer norm (median over
-# seeds): $B=$ {glue:text}`rank3-B4` for (a) and {glue:text}`rank3-B5` for (b); the bounds are
-# then curves in $k'$. A smaller reference $B$ would give higher bounds; ours is one admissible
-# choice, not the best one.
+# {glue:text}`rank3-sq-dropped` of the {glue:text}`rank3-total` restarts do not end at a KKT
+# point on the constraint (an input mapped to 0 in some layer, or a descent that stalls) and are
+# left out. The norms of the minimum-norm interpolants sit at the construction's norm: the ratio
+# (trained over construction) lies in [{glue:text}`rank3-sq-nc-lo`, {glue:text}`rank3-sq-nc-hi`]
+# over all depths $k'>2$ and restarts, {glue:text}`rank3-sq-nc-below` of the
+# {glue:text}`rank3-sq-nc-n` networks are at or below it (for those the bound holds by the
+# argument above), and every hidden-to-hidden layer has stable rank at most
+# {glue:text}`rank3-sq-hid`: gradient descent on the constraint finds the construction itself, a
+# shallow interpolant followed by rank-1 layers that carry a single channel, like the width-1
+# tail of the proof. The mean ratio is above Theorem 4's bound at
+# every depth for every minimum-norm interpolant; the interpolants closest to the initialisation,
+# whose norms are {glue:text}`rank3-sq-near-nc` times the construction's or more, fall below the
+# bound at depths {glue:text}`rank3-sq-near-fail`, so the bound is not a property of any
+# interpolant: it needs the small norm.
 
 # %%
-def reference_B(arm: str) -> float:
-    Bs = []
-    R2 = results[arm][2]
-    for s in range(P["seeds"]):
-        Wp = dc.balance([W[s] for W in R2["Ws"]])
-        out = dc.forward(Wp, Xs)
-        q = float((out / y_sq.squeeze(-1)).min()) if arm == "square" else float((y_cl * out).min())
-        if q <= 0:
-            continue
-        Wp = [W / q ** 0.5 for W in Wp]                   # depth 2: scaling both layers by q^-1/2
-        Bs.append(dc.frobenius_bound(Wp))
-    return float(np.median(Bs)) if Bs else float("nan")
+mins = torch.cat([sq[k]["min"]["norm"] / norm4[k] for k in deeper])
+gap4 = min(float((sq[k]["min"]["mean_r"] - bound4[k]).min()) for k in deeper)
+near_fail = [k for k in deeper if bool((sq[k]["near"]["mean_r"] < bound4[k]).all())]
+hid_max = max(float(sq[k]["min"]["hid"].max()) for k in deeper)
+near_hid_min = min(float(sq[k]["near"]["hid"].min()) for k in deeper)
+rise = [float(sq[k]["min"]["mean_r"].mean()) for k in depths]
+for key, val in {"sq-nc-lo": f"{float(mins.min()):.3f}", "sq-nc-hi": f"{float(mins.max()):.3f}",
+                 "sq-nc-below": int((mins <= 1).sum()), "sq-nc-n": mins.numel(), "sq-hid": f"{hid_max:.3f}",
+                 "sq-near-nc": f"{min(float((sq[k]['near']['norm'] / norm4[k]).min()) for k in deeper):.1f}",
+                 "sq-near-fail": ", ".join(map(str, near_fail)) if near_fail else "none",
+                 "B4": f"{B4:.2f}", "sq-dropped": sum(int((~sq[k]["ok"]).sum()) for k in depths)}.items():
+    glue(f"rank3-{key}", val, display=False)
+
+n_ok = min(int(sq[k]["ok"].sum()) for k in depths)
+ledger.holds("thm4-kkt", "Problem 2", "minimum-norm descent: restarts that end on the constraint (residual < 1e-9) "
+             "at a KKT point (KKT residual < 0.1), worst depth", "KKT point", f"{n_ok} of {E}", n_ok >= E - 2,
+             tolerance=f">= {E - 2}", items="thm4", bearing="control")
+ledger.above("thm4-bound-minnorm", "Thm 4", "every minimum-norm interpolant at every depth k' > 2 has mean ratio "
+             "above Theorem 4's bound (smallest mean ratio minus bound)", "holds for global minimisers", gap4, 0.0,
+             items="thm4", bearing="supports", proxy=True)
+ledger.holds("thm4-bound-nearest", "Thm 4", "negative control: interpolants closest to the initialisation fall "
+             "below the bound at some depth (depths where every one of them does)", "(not about them)",
+             ", ".join(map(str, near_fail)) if near_fail else "none", len(near_fail) >= 1, tolerance=">= 1 depth",
+             items="thm4", bearing="control")
+ledger.holds("thm4-norm-construction", "Thm 4 / App. D", "minimum-norm interpolants have the construction's "
+             "norm: range of trained / construction over depths k' > 2 and restarts", "||theta*|| <= ||theta'||",
+             f"[{float(mins.min()):.4f}, {float(mins.max()):.4f}]", 0.9 <= float(mins.min()) and float(mins.max()) <= 1.1,
+             tolerance="within [0.9, 1.1]", items="thm4", bearing="supports", proxy=True)
+ledger.below("thm4-rank1", "Sec. 4", "hidden-to-hidden layers of minimum-norm interpolants have stable rank 1 "
+             f"at every depth k' > 2 (largest; closest-to-init interpolants: at least {near_hid_min:.1f})",
+             "bias towards rank 1 with depth", hid_max, 1.05, fmt=".3f", items="sec4-l2", bearing="supports",
+             proxy=True)
+ledger.holds("thm4-ratio-rises", "Sec. 4", "the mean ratio of minimum-norm interpolants rises with depth "
+             "(mean over restarts, every step of the sweep)", "ratio -> 1 as k' grows",
+             " -> ".join(f"{v:.3f}" for v in rise), all(b > a for a, b in zip(rise, rise[1:])), tolerance="order",
+             items="sec4-l2", bearing="supports", proxy=True)
+
+# %%
+def depth_axis(ax, ticks: list[int], ylabel: str) -> None:
+    """Depth on a log2 axis with the sweep's depths as ticks; a dotted line at ratio 1."""
+    ax.axhline(1.0, color="k", lw=0.8, ls=":")
+    ax.set_xscale("log", base=2)
+    ax.set_xticks(ticks, [str(k) for k in ticks])
+    ax.minorticks_off()
+    ax.set_xlabel("depth $k'$")
+    ax.set_ylabel(ylabel)
 
 
-B4, B5 = reference_B("square"), reference_B("logistic")
-depths = list(P["depths"])
-deeper = [k for k in depths if k > 2]
-def kept(a: str, k: int, key: str) -> torch.Tensor:
-    return results[a][k][key][results[a][k]["keep"]]
+fig, axes = plotting.subplots(2, height=3.0)
+kk = np.arange(3, max(depths) + 1)
+ax = axes[0]
+for i, (name, label) in enumerate((("min", "minimum-norm interpolants"), ("near", "interpolants closest to the init"))):
+    for k in depths:
+        v = sq[k][name]["mean_r"].numpy()
+        ax.plot(np.full(v.shape, k) * (1 + 0.05 * (2 * i - 1)), v, ".", color=plotting.color(i), alpha=0.6, ms=5)
+    ax.plot(depths, [float(sq[k][name]["mean_r"].mean()) for k in depths], "-", color=plotting.color(i), label=label)
+ax.plot(kk, [dc.theorem4_bound(2, k, B4) for k in kk], "--", color="k", lw=1, label="Theorem 4 bound")
+depth_axis(ax, depths, r"mean over layers of $\|W_l\|_2/\|W_l\|_F$")
+ax.legend(fontsize=7, loc="lower left")
+ax = axes[1]
+for i, name in enumerate(("min", "near")):
+    for k in deeper:
+        v = (sq[k][name]["norm"] / norm4[k]).numpy()
+        ax.plot(np.full(v.shape, k) * (1 + 0.05 * (2 * i - 1)), v, ".", color=plotting.color(i), alpha=0.6, ms=5)
+ax.axhline(1.0, color="k", lw=1, ls="--", label="construction of Theorem 4")
+ax.set_yscale("log")
+depth_axis(ax, deeper, r"$\|\theta\|^2$ / construction's $\|\theta'\|^2$")
+ax.legend(fontsize=7, loc="upper left")
+glue("rank3-fig-square", fig, display=False)
+plt.close(fig)
+
+# %% [markdown]
+# ```{glue:figure} rank3-fig-square
+# :name: fig-rank3-square
+# Square loss with targets $y_i\ge1$. Left: the mean over layers of $\|W_l\|_2/\|W_l\|_F$ against
+# depth, per restart (dots) and averaged (line), for minimum-norm interpolants (blue) and for the
+# interpolants closest to the initialisation (orange), with Theorem 4's bound for the measured
+# $B$ (dashed). Right: squared norm of each balanced interpolant divided by the squared norm of
+# Theorem 4's construction from the best depth-2 interpolant; at or below 1 (dashed) the bound
+# provably holds for that network.
+# ```
+#
+# ## Theorem 5 and Lemma 1: gradient flow on the exponential loss
+#
+# **Setting.** The same inputs with labels $y_i=\operatorname{sign}(\mathbf t^\top\mathbf x_i)$
+# (every point at distance at least 0.1 from the teacher's hyperplane, so the classes are
+# separated with a margin), the same widths, depths and restarts, and the exponential loss
+# $L=\sum_i e^{-y_iN(\mathbf x_i)}$ without any regularisation: the setting of Lemma 1.
+#
+# **Following gradient flow.** We take normalised steps,
+# $\boldsymbol\theta\leftarrow\boldsymbol\theta-\eta_s\|\boldsymbol\theta\|\,\mathbf g/\|\mathbf g\|$
+# with $\mathbf g=\nabla\log L$ (a positive rescaling of the gradient is a time change of
+# gradient flow), with a relative step $\eta_s$ decaying geometrically from
+# {glue:text}`rank3-eta0` to {glue:text}`rank3-eta1` over {glue:text}`rank3-msteps` steps. The
+# margins grow like $\|\boldsymbol\theta\|^{k'}$; once the smallest margin reaches
+# $q=$ {glue:text}`rank3-cap` we hold the scale there (gradient flow needs a time of order $e^{q}$
+# to get that far), so the end of the run follows the direction of gradient flow at that
+# scale, where points more than a few units of margin above the smallest carry almost no weight.
+#
+# **What is measured.** Along the run, the *normalised margin*
+# $\min_iy_iN(\mathbf x_i)/\|\boldsymbol\theta\|^{k'}$ (it increases along gradient flow once
+# the data are separated, {cite:t}`lyu2020gradient`) and the *KKT residual* of Problem 6 in the
+# sense of Lyu & Li: at the network rescaled to smallest margin 1, multipliers $\lambda_i\ge0$
+# are fitted to $\boldsymbol\theta=\sum_i\lambda_i\nabla q_i$ with $q_i=y_iN(\mathbf x_i)$, and
+# we report the relative residual $\varepsilon$ (and the complementary slackness
+# $\sum_i\lambda_i(q_i-1)/\sum_i\lambda_i$); both vanish exactly at a KKT point. At the end, the
+# Theorem 5 test: the network at margin 1, balanced, against the construction from the best
+# depth-$k$ network of the sweep, for every $k<k'$ (not only $k=2$: a deeper reference gives a
+# higher bound, so a harder test).
+
+# %%
+eta0, eta1 = P["margin_step"]
+for key, val in {"eta0": f"{eta0:g}", "eta1": f"{eta1:g}", "msteps": f"{P['margin_steps']:,}",
+                 "cap": f"{P['margin_cap']:g}"}.items():
+    glue(f"rank3-{key}", val, display=False)
 
 
-mean_r = {a: np.array([float(kept(a, k, "mean_r").mean()) for k in depths]) for a in arms}
-mid_sr = {a: np.array([float(kept(a, k, "mid_sr").mean()) for k in deeper]) for a in arms}
-n_sep = {k: int(results["logistic"][k]["keep"].sum()) for k in depths}
-print(f"reference norms: B = {B4:.3f} (square), {B5:.3f} (logistic)")
-for k in deeper:
-    print(f"k' = {k:2d}: square mean ratio {float(kept('square', k, 'mean_r').mean()):.3f} (Thm 4 bound "
-          f"{dc.theorem4_bound(2, k, B4):.3f});  logistic {float(kept('logistic', k, 'mean_r').mean()):.3f} "
-          f"(Thm 5 bound {dc.theorem5_bound(2, k, B5):.3f}; {n_sep[k]} of {P['seeds']} separating)")
+def margin_arm(depth: int, init: str, g: torch.Generator) -> dict:
+    W = dt.init_stack(E, depth, d, m, g, init=init, device=dev)
+    h = dt.train_margin(W, X, y_cl, steps=P["margin_steps"], step=eta0, final_step=eta1,
+                        checkpoints=P["checkpoints"], margin_cap=P["margin_cap"])
+    r = dt.ratios(W).cpu()
+    return dict(hist=h, mean_r=r.mean(-1), hid=hidden_srank(r), sep=h.min_margin[-1] > 0,
+                cert=h.stacked("certificate"), eps=h.stacked("kkt_eps"), delta=h.stacked("kkt_delta"),
+                nm=h.stacked("normalized_margin"))
 
-deep = depths[-1]
-spread = max(float(results[a][k]["spread"].max()) for a in arms for k in depths)
-sq_mid, lg_mid = float(kept("square", deep, "mid_sr").mean()), float(kept("logistic", deep, "mid_sr").mean())
-n_not_sep = sum(P["seeds"] - v for v in n_sep.values())
-glue("rank3-notsep", n_not_sep, display=False)
-glue("rank3-total", P["seeds"] * len(depths), display=False)
-glue("rank3-deep", deep, display=False)
-glue("rank3-sq-mid", f"{sq_mid:.2f}", display=False)
-glue("rank3-lg-mid", f"{lg_mid:.2f}", display=False)
-glue("rank3-B4", f"{B4:.2f}", display=False)
-glue("rank3-B5", f"{B5:.2f}", display=False)
-glue("rank3-spread", f"{spread:.3f}", display=False)
 
-ledger.below("balanced", "Lemmas 14-15 (analogue)", "weight-decay solutions are balanced: max layer-norm spread "
-             "over all depths, seeds and arms", "optima are balanced", spread, 1.05)
-ledger.below("fits", "setup", "square arm: every network nearly interpolates (max |N - y|)", "interpolation",
-             max(float(results["square"][k]["fit"].max()) for k in depths), 0.25)
-ledger.holds("separating", "setup", f"logistic arm: at least one network separates the data at every depth",
-             "separation", f"{min(n_sep.values())} of {P['seeds']} (worst depth)", min(n_sep.values()) >= 1,
-             tolerance=">= 1")
-ledger.holds("thm4-bound-holds", "Thm 4", "square arm: the mean ratio is above Theorem 4's bound at every depth",
-             "bound for global minimisers", f"{sum(float(results['square'][k]['mean_r'].min()) >= dc.theorem4_bound(2, k, B4) for k in deeper)} of {len(deeper)}",
-             all(float(results["square"][k]["mean_r"].min()) >= dc.theorem4_bound(2, k, B4) for k in deeper))
-ledger.holds("thm5-bound-holds", "Thm 5", "logistic arm (separating nets): the mean ratio is above Theorem 5's bound at every depth",
-             "bound for global minimisers", f"{sum(float(kept('logistic', k, 'mean_r').min()) >= dc.theorem5_bound(2, k, B5) for k in deeper)} of {len(deeper)}",
-             all(float(kept("logistic", k, "mean_r").min()) >= dc.theorem5_bound(2, k, B5) for k in deeper))
-ledger.below("square-to-rank1", "Thm 4 (H1)", f"square arm: hidden-layer stable rank at depth {deep} is near 1",
-             "ratio -> 1", sq_mid, 1.2, fmt=".2f")
-ledger.between("logistic-to-rank2", "Thm 5 (H2)", f"logistic arm (separating nets): hidden-layer stable rank at depth {deep} is "
-               "near 2, not 1", "ratio -> 1/sqrt2 (srank <= ~2)", lg_mid, 1.5, 2.5, fmt=".2f")
-i0 = depths.index(deeper[0])
-ledger.holds("logistic-ratio-falls", "this page", f"logistic arm (separating nets): the mean ratio is lower at depth "
-             f"{deep} than at depth {deeper[0]} (it approaches 1/sqrt2 from above)", "not stated",
-             f"{mean_r['logistic'][i0]:.3f} -> {mean_r['logistic'][-1]:.3f}",
-             bool(mean_r["logistic"][-1] < mean_r["logistic"][i0]), tolerance="sign")
+mg = {}
+for depth in depths:
+    g = torch.Generator().manual_seed(1000 * seed + 500 + depth)
+    mg[depth] = cache.cached("rank3-margin", dict(P, seed=seed, depth=depth), lambda: margin_arm(depth, "identity", g),
+                             enabled=use_cache)
+kd = P["kaiming_depth"]
+g = torch.Generator().manual_seed(1000 * seed + 900 + kd)
+mg_kaiming = cache.cached("rank3-margin-kaiming", dict(P, seed=seed, depth=kd), lambda: margin_arm(kd, "kaiming", g),
+                          enabled=use_cache)
+
+# best reference of each depth: the balanced layer norm at margin 1 is 1 / certificate
+B5 = {k: float((1 / mg[k]["cert"][-1][mg[k]["sep"]]).min()) for k in depths}
+steps_rec = mg[depths[0]]["hist"].steps
+for k in depths:
+    M = mg[k]
+    s = M["sep"]
+    line = (f"k' = {k:2d}: separating {int(s.sum())}/{E}; KKT eps {float(M['eps'][0][s].mean()):.3f} (step "
+            f"{steps_rec[0]}) -> {float(M['eps'][-1][s].mean()):.3f}, slackness {float(M['delta'][-1][s].mean()):.3f};"
+            f" normalised margin x{float((M['nm'][-1] / M['nm'][0])[s].min()):.2f}; mean ratio "
+            f"{float(M['mean_r'][s].mean()):.3f}")
+    if k > 2:
+        line += (f"; hidden srank {float(M['hid'][s].mean()):.2f}; certificate {float(M['cert'][-1][s].min()):.4f} >= "
+                 f"bounds from k = 2: {dc.theorem5_bound(2, k, B5[2]):.4f}, best k < k': "
+                 f"{max(dc.theorem5_bound(j, k, B5[j]) for j in depths if j < k):.4f}")
+    print(line)
+print(f"Kaiming start, k' = {kd}: separating {int(mg_kaiming['sep'].sum())}/{E}; mean ratio "
+      f"{float(mg_kaiming['mean_r'][mg_kaiming['sep']].mean()):.3f} (identity start "
+      f"{float(mg[kd]['mean_r'][mg[kd]['sep']].mean()):.3f})")
+
+# %% [markdown]
+# The networks that do not separate the training data (a training input mapped to 0 stays
+# there) are no candidates for Problem 6 and are left out of the statistics:
+# {glue:text}`rank3-notsep` of {glue:text}`rank3-total`. Along the runs the KKT residual falls,
+# on average from {glue:text}`rank3-eps0` at step {glue:text}`rank3-step0` to
+# {glue:text}`rank3-eps1` at the end (largest {glue:text}`rank3-eps1max`), and the normalised margin
+# grows for every network: the networks approach KKT points of Problem 6, as Lemma 1 says, but
+# a budget of this size does not reach them. For the Theorem 5 test, the trained directions beat
+# the construction: at margin 1 and balanced, their squared norm is at most
+# {glue:text}`rank3-mg-nc` times the construction's from the best depth-2 network, and at most
+# {glue:text}`rank3-mg-nc-best` times the construction's from the best network of any smaller depth of
+# the sweep, so the bound of Theorem 5 holds for all of them. The same test fails at step
+# {glue:text}`rank3-step0` for {glue:text}`rank3-early-fail` networks: it is not automatic.
+
+# %%
+sep_all = {k: mg[k]["sep"] for k in depths}
+n_not_sep = sum(int((~s).sum()) for s in sep_all.values())
+eps_start = torch.cat([mg[k]["eps"][0][sep_all[k]] for k in depths])
+eps_end = torch.cat([mg[k]["eps"][-1][sep_all[k]] for k in depths])
+nm_growth = min(float((mg[k]["nm"][-1] / mg[k]["nm"][0])[sep_all[k]].min()) for k in depths)
+
+
+def construction_over_trained(k: int, checkpoint: int, refs: list[int]) -> torch.Tensor:
+    """Squared norm of the best construction over that of each trained network (>= 1: the
+    bound of Theorem 5 provably holds), for references of the depths in refs."""
+    c = mg[k]["cert"][checkpoint][sep_all[k]]
+    trained = k / c**2                                      # balanced, margin 1: ||theta||^2 = k' / certificate^2
+    best = min(dc.theorem5_norm(j, k, B5[j]) for j in refs)
+    return best / trained
+
+
+ratio_k2 = torch.cat([construction_over_trained(k, -1, [2]) for k in deeper])
+ratio_best = torch.cat([construction_over_trained(k, -1, [j for j in depths if j < k]) for k in deeper])
+early = torch.cat([construction_over_trained(k, 0, [2]) for k in deeper])
+hid_deep = float(mg[depths[-1]]["hid"][sep_all[depths[-1]]].mean())
+falls = [float(mg[k]["mean_r"][sep_all[k]].mean()) for k in depths]
+hid_rises = [float(mg[k]["hid"][sep_all[k]].mean()) for k in deeper]
+for key, val in {"notsep": n_not_sep, "total": E * len(depths), "eps0": f"{float(eps_start.mean()):.3f}",
+                 "eps1": f"{float(eps_end.mean()):.3f}", "eps1max": f"{float(eps_end.max()):.3f}",
+                 "step0": steps_rec[0], "mg-nc": f"{float((1 / ratio_k2).max()):.3f}",
+                 "mg-nc-best": f"{float((1 / ratio_best).max()):.3f}", "early-fail": int((early < 1).sum()),
+                 "lg-mid": f"{hid_deep:.2f}"}.items():
+    glue(f"rank3-{key}", val, display=False)
+
+ledger.holds("separating", "setup", f"at every depth at least {E - 1} of the {E} networks separate the training data",
+             "separation", f"{min(int(s.sum()) for s in sep_all.values())} of {E} (worst depth)",
+             min(int(s.sum()) for s in sep_all.values()) >= E - 1, tolerance=f">= {E - 1}", items="lemma1",
+             bearing="control")
+ledger.above("lemma1-margin-grows", "Lemma 1 (Lyu & Li)", "the normalised margin grows for every separating "
+             f"network (smallest ratio end / step {steps_rec[0]})", "non-decreasing along GF", nm_growth, 1.0,
+             fmt=".3f", items="lemma1", bearing="supports")
+ledger.below("lemma1-kkt-falls", "Lemma 1", f"the KKT residual of Problem 6 falls: mean at the end over mean at "
+             f"step {steps_rec[0]} (end mean {float(eps_end.mean()):.3f})", "-> 0 (KKT point in the limit)",
+             float(eps_end.mean() / eps_start.mean()), 0.5, fmt=".3f", items="lemma1", bearing="supports")
+ledger.above("thm5-below-construction", "Thm 5 / App. E", "every trained direction (margin 1, balanced) has a "
+             "smaller norm than Theorem 5's construction from the best depth-2 network, at every depth k' > 2 "
+             "(smallest ratio construction / trained)", "||theta*|| <= ||theta'||", float(ratio_k2.min()), 1.0,
+             fmt=".4f", items=["thm5", "sec5-gf"], bearing="supports", proxy=True)
+ledger.above("thm5-deeper-references", "Thm 5 / App. E", "the same against the construction from the best trained "
+             "network of every smaller depth of the sweep (smallest ratio)", "||theta*|| <= ||theta'||",
+             float(ratio_best.min()), 1.0, fmt=".4f", items=["thm5", "sec5-gf"], bearing="supports", proxy=True)
+ledger.holds("thm5-test-early", "Thm 5", f"negative control: at step {steps_rec[0]} some networks fail the same "
+             "test (count of networks above the construction's norm)", "(not about them)",
+             f"{int((early < 1).sum())} of {early.numel()}", int((early < 1).sum()) >= 1, tolerance=">= 1",
+             items="thm5", bearing="control")
+ledger.between("thm5-srank-2", "Thm 5 (limit 1/sqrt2)", f"hidden-to-hidden layers at depth {depths[-1]} have "
+               "stable rank near 2, not 1 (mean)", "harmonic mean of sqrt(srank) <= ~sqrt2", hid_deep, 1.5, 2.5,
+               fmt=".2f", items="sec5-gf", bearing="supports")
+ledger.holds("depth-ratio-falls", "Sec. 5", "the mean ratio of the trained directions falls with depth at every "
+             "step of the sweep (towards 1/sqrt2 from above) and the hidden stable rank rises", "bias towards low "
+             "rank for deep networks", " -> ".join(f"{v:.3f}" for v in falls),
+             all(b < a for a, b in zip(falls, falls[1:])) and all(b > a for a, b in zip(hid_rises, hid_rises[1:])),
+             tolerance="order", items="sec5-gf", bearing="qualifies")
+ledger.below("init-control", "setup", f"a Kaiming start at depth {kd} reaches the same mean ratio as the identity "
+             "start (absolute difference of the means)", "-", abs(float(mg_kaiming["mean_r"][mg_kaiming["sep"]].mean())
+                                                               - float(mg[kd]["mean_r"][sep_all[kd]].mean())), 0.02,
+             fmt=".3f", items="sec5-gf", bearing="control")
 
 # %%
 fig, axes = plotting.subplots(2, height=3.0)
-kk = np.arange(2, max(depths) * 4 + 1)
 ax = axes[0]
-for i, (a, name) in enumerate((("square", "(a) square + weight decay"), ("logistic", "(b) logistic + weight decay"))):
-    ax.plot(depths, mean_r[a], "o-", color=plotting.color(i), label=name)
+for i, (arm, label) in enumerate((("square", "square loss: minimum-norm interpolants"),
+                                  ("exp", "exponential loss: gradient flow"))):
+    vals = {k: (sq[k]["min"]["mean_r"] if arm == "square" else mg[k]["mean_r"][sep_all[k]]) for k in depths}
     for k in depths:
-        vals = kept(a, k, "mean_r").numpy()
-        ax.plot(np.full(vals.shape, k), vals, ".", color=plotting.color(i), alpha=0.4, ms=4)
-ax.plot(kk[kk > 2], [dc.theorem4_bound(2, k, B4) for k in kk[kk > 2]], "--", color=plotting.color(0),
-        label="Thm 4 bound")
-ax.plot(kk[kk > 2], [dc.theorem5_bound(2, k, B5) for k in kk[kk > 2]], "--", color=plotting.color(1),
-        label="Thm 5 bound")
-ax.axhline(1.0, color="k", lw=0.8, ls=":")
+        ax.plot(np.full(vals[k].shape, k) * (1 + 0.05 * (2 * i - 1)), vals[k].numpy(), ".", color=plotting.color(i),
+                alpha=0.6, ms=5)
+    ax.plot(depths, [float(vals[k].mean()) for k in depths], "-", color=plotting.color(i), label=label)
+ax.plot(kk, [dc.theorem4_bound(2, k, B4) for k in kk], "--", color=plotting.color(0), lw=1, label="Theorem 4 bound")
+ax.plot(kk, [dc.theorem5_bound(2, k, B5[2]) for k in kk], "--", color=plotting.color(1), lw=1, label="Theorem 5 bound")
 ax.axhline(1 / math.sqrt(2), color="k", lw=0.8, ls=":")
-ax.set_xscale("log", base=2)
-ticks = sorted(set(depths) | {16, 32} if max(kk) >= 32 else set(depths) | {16})
-ax.set_xticks(ticks, [str(k) for k in ticks])
-ax.minorticks_off()
-ax.set_xlabel("depth $k'$")
-ax.set_ylabel(r"mean over layers of $\|W_l\|_2/\|W_l\|_F$")
-ax.legend(fontsize=7, loc="lower right")
+depth_axis(ax, depths, r"mean over layers of $\|W_l\|_2/\|W_l\|_F$")
+ax.legend(fontsize=7, loc="lower left")
 ax = axes[1]
-for i, a in enumerate(arms):
-    for k in deeper:
-        vals = results[a][k]["sr"][results[a][k]["keep"]][:, 1:-1].reshape(-1).numpy()
-        ax.plot(np.full(vals.shape, k) * (1 + 0.04 * (2 * i - 1)), vals, ".", color=plotting.color(i), alpha=0.5)
-    ax.plot(deeper, mid_sr[a], "o-", color=plotting.color(i))
-ax.axhline(1.0, color="k", lw=0.8, ls=":")
-ax.axhline(2.0, color="k", lw=0.8, ls=":")
-ax.set_xscale("log", base=2)
-ax.set_xticks(deeper, [str(k) for k in deeper])
-ax.minorticks_off()
-ax.set_xlabel("depth $k'$")
-ax.set_ylabel("stable rank of hidden layers")
+for i, k in enumerate(depths):
+    e = mg[k]["eps"][:, sep_all[k]].mean(-1).numpy()
+    ax.plot(steps_rec, e, "o-", color=plotting.color(i), ms=3, label=f"$k'$ = {k}")
+ax.set_xscale("log")
+ax.set_yscale("log")
+ax.set_xlabel("step")
+ax.set_ylabel(r"KKT residual $\varepsilon$ of Problem 6 (mean)")
+ax.legend(fontsize=7, ncol=2)
 glue("rank3-fig-depth", fig, display=False)
 plt.close(fig)
 
 # %% [markdown]
 # ```{glue:figure} rank3-fig-depth
 # :name: fig-rank3-depth
-# Left: the mean over layers of $\|W_l\|_2/\|W_l\|_F$ against depth for weight-decay solutions
-# of a square-loss regression with nonnegative targets (blue) and a logistic-loss
-# classification (orange), per seed (dots) and averaged (line), with the lower bounds of
-# Theorems 4 and 5 (dashed) for a depth-2 reference with the measured norm $B$; dotted: the
-# bounds' limits 1 and $1/\sqrt2$. Right: stable ranks of the hidden-to-hidden layers
-# $W_2,\dots,W_{k'-1}$.
+# Left: the mean over layers of $\|W_l\|_2/\|W_l\|_F$ against depth, per network (dots) and
+# averaged (line), for minimum-norm interpolants of the square loss (blue) and for the directions
+# reached by gradient flow on the exponential loss (orange), with the bounds of Theorems 4 and 5
+# for the measured $B$ (dashed); dotted: the bounds' limits 1 and $1/\sqrt2$. Right: the KKT
+# residual of Problem 6 along the exponential-loss runs (mean over the separating networks of
+# each depth).
 # ```
 #
-# {glue:text}`rank3-notsep` of the {glue:text}`rank3-total` logistic networks do not separate the
-# training data (they end in a penalised local minimum whose hidden layers carry one channel,
-# which can pass only one sign); they are no proxies for max-margin solutions and are left out
-# of the logistic statistics (a rule set after pilot runs, see above). Both arms end balanced
-# (layer-norm spread at most {glue:text}`rank3-spread`), as the minimisers of the theorems are,
-# and both sit above their theorem's bound at every depth; at these depths the bounds are far
-# below the measured ratios, so this check is weak. The two arms differ in the way the theorems
-# suggest: with the square loss the hidden layers are essentially rank 1 already at depth
-# {glue:text}`rank3-deep` (mean stable rank {glue:text}`rank3-sq-mid`), while with the logistic
-# loss their stable rank is near 2 (mean {glue:text}`rank3-lg-mid`) and the mean ratio falls with
-# depth towards $1/\sqrt2$. With $\pm1$ labels the network carries the positive and the negative
-# part of its output in two channels, as in the construction of Theorem 5.
+# With the exponential loss the hidden-to-hidden layers at depth {glue:text}`rank3-deep` have
+# mean stable rank {glue:text}`rank3-lg-mid`: the network carries the positive and the negative
+# part of its output in two channels, as in the construction of Theorem 5. As depth grows the
+# mean ratio of these networks *falls*, towards $1/\sqrt2$ from above, while the bound of Theorem 5
+# rises towards it from below; with the square loss the mean ratio rises towards 1. Both agree with
+# the theorems, which bound the ratio from below and say nothing about monotonicity. They do not
+# agree with reading "depth helps" as "deeper networks have lower rank": for classification,
+# deeper networks reach stable rank closer to 2 in their hidden layers, not closer to 1.
 #
 # ## Conclusion
 #
-# The constructions behind Theorems 4 and 5 are exact, and they explain the two limits: 1 for
-# the square loss with nonnegative targets, $1/\sqrt2$ (stable rank about 2) for classification.
-# Our proxies, weight-decay solutions of depth at most {glue:text}`rank3-deep`, are consistent
-# with both limits, but they are not the theorems' global minimisers, and the depths are small,
-# so this is evidence about the proxies and not a test of the theorems. "Low rank" in the
-# paper's conclusion for classification means "stable rank about 2 in the hidden layers", as
-# the paper's own remark after Theorem 5 says; it does not mean rank 1. The CPU profile does not
-# follow unregularised gradient flow to its max-margin direction (Lemma 1), which is
-# logarithmically slow; the `full` profile goes deeper and trains longer.
+# The constructions behind Theorems 4 and 5 are exact. The networks that gradient methods find
+# satisfy the theorems' conclusions at every depth up to {glue:text}`rank3-deep`: minimum-norm
+# interpolants of the square loss are the construction of Theorem 4 (hidden layers of rank 1, the
+# same norm), and the directions of gradient flow on the exponential loss have smaller norms than
+# the construction of Theorem 5, so its bound holds for them by the theorem's own argument. They are
+# local solutions (KKT points, approached but not reached in this budget), not the global
+# minimisers of the theorems; the comparison of norms is what makes the bound apply to them
+# anyway. "Low rank" for classification means "stable rank about 2 in the hidden layers", as the
+# remark after Theorem 5 says, and depth brings the networks closer to that value, not to 1.
 #
 # **How the tolerances are set.** The constructions are exact, so they are compared at
-# $10^{-12}$, far above float64 rounding for these sizes. Balancedness: stationary points of the
-# penalised objective are exactly balanced (rescaling one layer by $c$ and the next by $1/c$ leaves
-# the loss unchanged and lowers the penalty to first order unless the norms agree), and the 5% allowance on
-# the spread covers a run that has not fully converged in the budget. The bound checks have no
-# tolerance. **Three thresholds were set after pilot runs and are not derived from the
-# theory:** `fits` (square arm, $\max_i|N(\mathbf x_i)-y_i|<0.25$, with targets $y_i\ge1$),
-# `square-to-rank1` (hidden-layer stable rank below 1.2 at the largest depth) and
-# `logistic-to-rank2` (between 1.5 and 2.5). The last two separate the hypotheses "stable rank
-# tends to 1" and "tends to 2": the first lies well below, the second at or above the
-# midpoint 1.5; they were not moved after they were set, and seeds 1 and 2 are run as a check
-# that they are not tuned to seed 0 (it reduces, but does not remove, the concern). The
-# `separating` claim only asks for at least one separating network per depth, so
-# that the logistic statistics are not empty. `logistic-ratio-falls` compares two numbers
-# without a tolerance; it was added in review, after the trend had been seen in seeds 0-2.
+# $10^{-12}$. The norm comparisons and bound checks have no tolerance (the ratio must be at least
+# 1, the mean ratio above the bound). The KKT residual of the minimum-norm interpolants must be
+# below 0.1 (a loose convergence check, not a finding). "Stable rank 1" is tested as at most 1.05
+# and "near 2" as in $[1.5,2.5]$; the mean KKT residual of Problem 6 must fall by half between
+# step {glue:text}`rank3-step0` and the end; two starts agree when their mean ratios differ by at
+# most 0.02. These thresholds were fixed after the pilot runs that led to this version of the
+# page and then checked on seeds 0-4 ({doc}`/book/robustness`); the trends in depth are tested
+# by their order only. The negative controls (`thm4-bound-nearest`, `thm5-test-early`) show that
+# the two bound tests can fail.
 #
 # ## Claims
 

@@ -7,7 +7,8 @@ The toolkit every part uses:
 
 - :mod:`models`    MLPs, bias-free CNNs, ResNet blocks, ordered weight matrices
 - :mod:`train`     full-batch GD / SGD / Adam, schedules, recording callbacks, divergence checks
-- :mod:`ensembles` many small networks trained as one batched computation (torch.func + vmap)
+- :mod:`ensembles` many small networks trained as one batched computation (stacked products for
+                   MLPs, torch.func + vmap for the rest)
 - :mod:`spectra`   singular values and every rank measure of the book, Jacobians, NTK
 - :mod:`data`      digits, mnist1d, synthetic tasks, distribution shifts, local MNIST/CIFAR readers
 - :mod:`plotting`  the house style of the figures

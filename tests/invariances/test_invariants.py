@@ -212,3 +212,88 @@ def test_lone_residual_block_middle_neurons():
     (gr,) = inv.neuron_groups(blk)
     assert gr.units == 3 and gr.conserved
     assert float(inv.first_order_terms(p, g, [gr])["middle"].abs().max()) < 1e-14
+
+
+# --- the mixed networks of Theorem 1's points and the absolute-valued pair form --------------
+MIXED = [[("conv", 2), ("conv", 3), ("free", 3, 4), ("free", 3, 4), ("dense", 3)],
+         [("conv", 2), ("dense", 4), ("free", 3, 4)]]
+
+
+def mixed(stages, activation="relu", seed=0):
+    torch.manual_seed(seed)
+    return inv.MixedNet(1, 4, stages, activation=activation).double()
+
+
+def test_mixed_net_groups_cover_all_seven_points():
+    points = {g.point for st in MIXED for g in inv.neuron_groups(mixed(st))}
+    assert points == set(range(1, 8))
+    X, _ = task(image=True)
+    assert mixed(MIXED[0])(X).shape == (len(X), 1)
+    with pytest.raises(ValueError):
+        inv.MixedNet(1, 4, [("dense", 3), ("conv", 2)])
+    with pytest.raises(ValueError):
+        inv.MixedNet(1, 4, [("pool", 2)])
+
+
+@pytest.mark.parametrize("stages", MIXED)
+def test_mixed_net_euler_identity_and_linear_matrix_invariance(stages):
+    X, y = task(image=True)
+    m = mixed(stages)
+    p, g = {k: v.detach() for k, v in m.named_parameters()}, inv.param_grads(m, X, y)
+    groups = inv.neuron_groups(m)
+    scale = max(float(t.abs().max()) for t in g.values()) * max(float(t.abs().max()) for t in p.values())
+    for name, fo in inv.first_order_terms(p, g, groups).items():
+        assert float(fo.abs().max()) <= 1e-13 * scale, name
+    # linear activations: the whole first-order matrix term vanishes (Theorem 1 holds)
+    lin = mixed(stages, "linear")
+    p, g = {k: v.detach() for k, v in lin.named_parameters()}, inv.param_grads(lin, X, y)
+    for name, F in inv.matrix_first_order_terms(p, g, inv.neuron_groups(lin)).items():
+        assert float(F.abs().max()) <= 1e-12 * scale, name
+
+
+def test_absolute_form_and_its_exact_correction_without_sign_changes():
+    m = inv.push_from_zero_(mixed(MIXED[1], "linear"), 1.0)
+    X, y = task(image=True)
+    groups = inv.neuron_groups(m)
+    p0 = {k: v.detach().clone() for k, v in m.named_parameters()}
+    for k, v in p0.items():
+        if v.dim() >= 2:  # every weight is at least floor / sqrt(fan_in) away from zero
+            assert float(v.abs().min()) >= 1.0 / v[0].numel() ** 0.5 - 1e-15
+    A0 = inv.abs_matrix_invariants(p0, groups)
+    assert all(torch.allclose(A0[k], v) for k, v in
+               inv.matrix_invariants({k: t.abs() for k, t in p0.items()}, groups).items())
+    g = inv.param_grads(m, X, y)
+    eta = 1e-3
+    p1 = {k: p0[k] - eta * g[k] for k in p0}
+    assert all(torch.equal(torch.sign(p0[k]), torch.sign(p1[k])) for k in p0)
+    A1 = inv.abs_matrix_invariants(p1, groups)
+    corr = inv.abs_matrix_corrections(p0, g, groups, eta)
+    sp = {k: torch.sign(v) * v for k, v in p0.items()}      # |w|
+    sg = {k: torch.sign(p0[k]) * v for k, v in g.items()}    # s * g
+    first = inv.matrix_first_order_terms(sp, sg, groups)
+    for gr in groups:
+        gap = A1[gr.name] - A0[gr.name] + eta * first[gr.name] - corr[gr.name]
+        assert float(gap.abs().max()) < 1e-14, gr.name
+
+
+def test_train_tracked_absolute_equals_signed_for_positive_weights():
+    torch.manual_seed(0)
+    X, y = task()
+    net = models.MLP(16, 1, 4, 2, bias=False, activation="linear").double()
+    with torch.no_grad():
+        for layer in net.layers:
+            layer.weight.abs_().add_(0.5)
+    ens = Ensemble.from_models([net])
+    tr = inv.train_tracked(ens, X.abs(), y, steps=5, lr=1e-3, record_every=5, matrices=True,
+                           absolute=True)
+    (g,) = inv.neuron_groups(ens.template)
+    assert torch.allclose(tr.abs_matrix_drift(g.name), tr.matrix_drift(g.name), atol=1e-15)
+
+
+def test_isolated_kink_known_answer():
+    X = torch.tensor([[1.0, 0.0], [0.0, 1.0], [1.0, 1.0]], dtype=D)
+    W = torch.tensor([[1.0, -0.5]], dtype=D)
+    u, i, reach = inv.isolated_kink(X, W)
+    assert (u, i) == (0, 2) and abs(reach - 0.75 * 2**0.5) < 1e-12
+    with pytest.raises(ValueError):
+        inv.isolated_kink(X, -torch.ones(1, 2, dtype=D))

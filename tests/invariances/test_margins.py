@@ -119,3 +119,65 @@ def test_rank1_min_norm_sq_symmetric_case():
     assert margins.rank1_min_norm_sq(X, y) == pytest.approx(4.0, rel=1e-8)
     with pytest.raises(ValueError):
         margins.rank1_min_norm_sq(torch.zeros(2, 3), y)
+
+
+def test_log_risk_matches_log_of_logistic_risk_and_stays_finite():
+    out = torch.tensor([0.3, -1.2, 2.0, 5.0], dtype=torch.float64, requires_grad=True)
+    y = torch.tensor([1.0, -1.0, 1.0, -1.0], dtype=torch.float64)
+    ref = torch.log(torch.nn.functional.softplus(-y * out).mean())
+    val = margins.log_risk(out, y)
+    assert abs(float((val - ref).detach())) < 1e-14
+    (g,) = torch.autograd.grad(val, out)
+    (g_ref,) = torch.autograd.grad(ref, out)
+    assert torch.allclose(g, g_ref, atol=1e-14)
+    # margins far beyond exp(-745): log R ~ -min margin, gradient finite
+    big = torch.tensor([800.0, 1e4, 3e5], dtype=torch.float64, requires_grad=True)
+    v = margins.log_risk(big, torch.ones(3, dtype=torch.float64))
+    (gb,) = torch.autograd.grad(v, big)
+    assert math.isfinite(float(v.detach())) and abs(float(v.detach()) + 800.0 + math.log(3.0)) < 1e-9
+    assert torch.isfinite(gb).all()
+
+
+def test_log_risk_descent_is_loss_scaled_descent():
+    """grad log R = grad R / R: one step on log R equals one loss-scaled step on R."""
+    torch.manual_seed(0)
+    X, y = margins.two_clusters(5, seed=1)
+    net = models.MLP(2, 1, width=3, depth=2, bias=False).double()
+    out = net(X).squeeze(-1)
+    R = torch.nn.functional.softplus(-y * out).mean()
+    gR = torch.autograd.grad(R, list(net.parameters()), retain_graph=True)
+    gL = torch.autograd.grad(margins.log_risk(out, y), list(net.parameters()))
+    for a, b in zip(gR, gL):
+        assert torch.allclose(a / R, b, atol=1e-14)
+
+
+def test_homogeneous_log_risk_is_increasing_in_the_risk():
+    y = torch.ones(3, dtype=torch.float64)
+    loss = margins.homogeneous_log_risk(3)
+    values = [float(loss(torch.full((3,), m, dtype=torch.float64), y)) for m in (-2.0, 0.0, 1.0, 5.0, 50.0)]
+    assert all(a > b for a, b in zip(values, values[1:]))  # larger margins, smaller risk
+    with pytest.raises(ValueError):
+        margins.homogeneous_log_risk(0)
+
+
+def test_random_two_clusters_is_reproducible_and_in_range():
+    X1, y1, a1 = margins.random_two_clusters(7, 10, angle=(100.0, 130.0))
+    X2, y2, a2 = margins.random_two_clusters(7, 10, angle=(100.0, 130.0))
+    assert torch.equal(X1, X2) and torch.equal(y1, y2) and a1 == a2
+    assert 100.0 <= a1 <= 130.0 and X1.shape == (20, 2)
+    assert abs(float(X1.norm(dim=1).max()) - 1.0) < 1e-12
+
+
+def test_width2_designed_starts_on_its_clusters():
+    net = margins.width2_designed("relu", seed=3, noise=0.0)
+    W, a = net.layers[0].weight.detach(), net.layers[1].weight.detach()
+    p_hat = torch.tensor([1.0, 0.3], dtype=torch.float64) / math.hypot(1.0, 0.3)
+    assert torch.allclose(W[0], 0.3 * p_hat) and torch.equal(a, torch.tensor([[0.3, -0.3]], dtype=torch.float64))
+    leaky = margins.width2_designed("leaky", negative_slope=0.2)
+    assert abs(leaky.act.negative_slope - 0.2) < 1e-15
+
+
+def test_width2_kkt_point_without_rank1_comparison():
+    X, y = margins.two_clusters(10, seed=2)
+    k = margins.width2_kkt_point(X, y, with_rank1=False)
+    assert math.isnan(k.rank1_norm_sq) and 0 < k.ratio < 1

@@ -210,6 +210,17 @@ def test_unrolled_tree_computes_nu():
     assert P.unroll(U.tree).tree.n_vertices == U.tree.n_vertices
 
 
+def test_unrolled_tree_is_oriented_from_children_to_parents():
+    """The tree computes from the leaves (longer paths) to the root {o}: Def. 8 as printed
+    orients its Hasse edges the other way (smaller set -> larger set), which would make the
+    output a source (see the errata page)."""
+    net = P.random_dag(2, 5, 0.5, generator=gen(21))
+    T = P.unroll(net).tree
+    heads, tails = T.edges[:, 1].tolist(), T.edges[:, 0].tolist()
+    assert T.output not in tails and heads.count(T.output) == len(net.in_edges(net.output))
+    assert all(leaf not in heads for leaf in T.inputs)
+
+
 def test_pull_back_single_vertex_and_all():
     net = P.random_dag(3, 6, 0.5, generator=gen(15))
     T = P.unroll(net).tree

@@ -189,3 +189,24 @@ def test_event_E_scalar_and_batched_angles():
     expected = [True, False, False]
     assert tn.event_E(W, conv, theta).tolist() == expected
     assert tn.event_E(W, conv, torch.full((3,), theta, dtype=D)).tolist() == expected
+
+
+def test_closed_form_without_balance_correction_differs():
+    X, Y, theta, _, g = random_problem(300, 11)
+    W0, V0 = tn.paper_init(300, 0.2, g, zero_v=True)
+    split = tn.is_split(tn.region_codes(W0, X))
+    Wc, _ = tn.closed_form_limit(W0[split], X[split], Y[split])
+    Wn, _ = tn.closed_form_limit(W0[split], X[split], Y[split], balance=False)
+    # with balance=False each neuron ends with w.x_j = 1; with it, the limit keeps Lemma 9's invariant
+    sim = tn.simulate(W0[split], V0[split], X[split], Y[split], lr=1e-2, steps=20_000)
+    assert float((sim.W - Wc).abs().max()) < 1e-3 < float((sim.W - Wn).abs().max())
+
+
+def test_lemma6_norm_interval():
+    theta = torch.tensor([math.pi / 2 + 0.1, 2.5], dtype=D)
+    lo, hi = tn.lemma6_norm_interval(theta, torch.tensor([[1e-4, 0.3], [1e-4, 1e-4]], dtype=D))
+    assert torch.allclose(lo, torch.full((2, 2), math.sqrt(3) / 2, dtype=D))
+    # tiny initialisation: c = cos(theta - pi/2) = sin(theta)
+    assert math.isclose(float(hi[1, 0]), math.sqrt(0.25 + 4 / (3 * math.sin(2.5) ** 2)), rel_tol=1e-12)
+    # a larger initial norm can only widen the interval
+    assert float(hi[0, 1]) >= float(hi[0, 0])

@@ -1,24 +1,32 @@
-"""The command line behind ``make book``, ``make execute``, ``make sync`` and the page checks.
+"""The command line behind ``make book``, ``make execute``, ``make sync``, ``make lab`` and the page
+checks.
 
 Usage (``python -m implicit_bias.book COMMAND --help`` for the options)::
 
-    sync        [CHAPTER ...]                     regenerate .ipynb inputs from the .py sources
-    execute     [CHAPTER ...] [--seed N] [-p K V] execute chapters in place (profile ci), or into --output
-    report                                        regenerate the report, errata and intro summary from the ledgers
+    sync        [CHAPTER ...] [--keep source|notebook]  .ipynb inputs from the .py sources (refuses to
+                                                  overwrite edits made in a notebook)
+    execute     [CHAPTER ...] [--seed N] [-p K V] execute chapters in place (profile ci), or into --out-dir
+    report      [--source DIR]                    regenerate the report, errata and intro summary; on a
+                                                  folder of executed notebooks (a seed folder), print its claims
     seeds       [CHAPTER ...] [--seeds 0-4]       seed sweep: execute on seeds 1-4, write book/robustness.md
     book        [--profile ci|full] [--jobs N]    execute every chapter into _build/<profile>/ and build the site
     build       [--source DIR]                    strict Jupyter Book build of a source tree
     build-page  NOTEBOOK                          strict build of the front matter plus one part
+    lab                                           JupyterLab in the book's root (the project's kernel, jupytext)
+    install-kernel                                register the kernel 'implicit-bias' in this environment
 
 Chapters are the jupytext ``.py`` files under ``chapters/``; the ``.py`` always wins over the
 paired ``.ipynb``. ``execute`` in profile ``ci`` writes the committed notebooks; ``book`` never
 does: it executes into a staged copy of the book (``_build/<profile>/src``) and builds that, so a
-``full`` run on a GPU machine never overwrites the committed ``ci`` outputs.
+``full`` run on a GPU machine never overwrites the committed ``ci`` outputs. The profile and every
+``-p`` parameter are checked against the chapters' sources before any kernel starts.
 """
 
 from __future__ import annotations
 
 import argparse
+import shutil
+import sys
 import tempfile
 import time
 from collections.abc import Sequence
@@ -26,82 +34,174 @@ from pathlib import Path
 from typing import Any
 
 from . import seeds
+from .estimate import no_gpu_warning
 from .execute import execute_many, print_failures
-from .report import literal_or_text, write_report
-from .site import (announce, device_description, jupyter_book_build, prepare_notebooks,
-                   stage_source, use_local_mathjax)
-from .sources import ROOT, resolve_chapters, sync
+from .params import ParameterError, plan
+from .report import claims_summary, literal_or_text, write_report
+from .site import (announce, banner_text, config_with_local_mathjax, device_description,
+                   jupyter_book_build, prepare_notebooks, stage_source, use_local_mathjax,
+                   write_failure_pages)
+from .sources import (ROOT, NotebookEdited, chapter_spec, edited_notebook_message, notebook_edit_reason,
+                      relative, resolve_chapters, sync)
+
+
+def fail(message: str, code: int = 2) -> int:
+    print(f"error: {message}", file=sys.stderr)
+    return code
 
 
 def cmd_sync(args: argparse.Namespace) -> int:
-    for py in resolve_chapters(args.chapters):
-        sync(py)
-        print(f"synced {py.relative_to(ROOT).with_suffix('.ipynb')}")
-    return 0
+    written, refused = 0, []
+    chapters = resolve_chapters(args.chapters)
+    for py in chapters:
+        try:
+            if sync(py, keep=args.keep):
+                written += 1
+                print(f"synced {relative(py.with_suffix('.ipynb'))}")
+        except NotebookEdited as err:
+            refused.append(str(err))
+    print(f"{written} notebook(s) updated, {len(chapters) - written - len(refused)} already in sync"
+          + (f", {len(refused)} refused" if refused else ""))
+    for message in refused:
+        print(f"\nrefused: {message}", file=sys.stderr)
+    return 1 if refused else 0
 
 
-def _parameters(args: argparse.Namespace) -> dict[str, Any]:
+def _requested(args: argparse.Namespace) -> tuple[str, dict[str, Any]]:
+    """The profile and the other parameters asked for on the command line (values parsed)."""
     params: dict[str, Any] = {}
-    if args.profile != "ci":
-        params["profile"] = args.profile
     if args.seed is not None:
         params["seed"] = args.seed
     for key, value in args.param or []:
-        params[key] = literal_or_text(value) if value not in ("True", "False") else value == "True"
-    return params
+        params[key] = literal_or_text(value)
+    profile = params.pop("profile", None)
+    if profile is not None and args.profile not in ("ci", profile):
+        raise ParameterError(f"--profile {args.profile} and -p profile {profile} disagree")
+    return str(profile if profile is not None else args.profile), params
+
+
+def _checked(args: argparse.Namespace, chapters: Sequence[Path]) -> tuple[str, dict[Path, dict[str, Any]]]:
+    """Check the profile and parameters against the chapters; exits with the reasons if they do
+    not fit. Returns the profile and each chapter's parameters (the profile included unless ci)."""
+    try:
+        profile, params = _requested(args)
+        specs = [chapter_spec(py) for py in chapters]
+        no_cell = [s.name for s in specs if not s.has_parameters_cell]
+        if no_cell and (params or profile != "ci"):
+            raise ParameterError("these chapters have no cell tagged 'parameters': " + ", ".join(no_cell))
+        per_chapter, notes = plan(specs, {"profile": profile, **params})
+    except ParameterError as err:
+        raise SystemExit(fail(f"{err}\nnothing was executed."))
+    for note in notes:
+        if not note.startswith("parameter 'profile'"):
+            print(note)
+    if profile == "ci":
+        for p in per_chapter.values():
+            p.pop("profile", None)
+    return profile, per_chapter
+
+
+def _warn_without_gpu(profile: str, chapters: Sequence[Path], jobs: int,
+                      per_chapter: dict[Path, dict[str, Any]]) -> None:
+    if profile == "ci" or all(p.get("device") == "cpu" for p in per_chapter.values() if p):
+        return
+    import torch
+
+    if torch.cuda.is_available():
+        return
+    print(no_gpu_warning(chapters, profile, jobs), flush=True)
+    if sys.stdout.isatty():
+        print("Starting in 10 s (Ctrl-C to stop).", flush=True)
+        time.sleep(10)
 
 
 def cmd_execute(args: argparse.Namespace) -> int:
     chapters = resolve_chapters(args.chapters)
-    params = _parameters(args)
+    profile, per_chapter = _checked(args, chapters)
     in_place = args.output is None and args.out_dir is None
-    if in_place and params:
-        raise SystemExit(
+    if in_place and any(per_chapter.values()):
+        wanted = sorted({k for p in per_chapter.values() for k in p})
+        return fail(
             "execute in place writes the committed notebooks, which hold the outputs of profile "
-            "'ci' with the default parameters; pass --output FILE or --out-dir DIR for other "
-            f"parameters ({params})"
-        )
+            f"'ci' with the default parameters; pass --out-dir DIR (or --output FILE) to run with "
+            f"{', '.join(wanted)} (make execute ... SEED=n does this for seeds)")
     if args.output and len(chapters) != 1:
-        raise SystemExit("--output takes exactly one chapter; use --out-dir for several")
+        return fail("--output takes exactly one chapter; use --out-dir for several")
+    if in_place:  # the notebooks are written: never over edits made in them (checked for all first)
+        refused = [edited_notebook_message(py, reason) for py in chapters
+                   for reason in [notebook_edit_reason(py)] if reason]
+        if refused:
+            return fail("\n".join(refused) + "\nnothing was executed.", 1)
+        for py in chapters:
+            sync(py, keep="source")
     jobs = []
     for py in chapters:
         if in_place:
-            sync(py)
             out = py.with_suffix(".ipynb")
         elif args.output:
             out = Path(args.output).resolve()
         else:
             out = Path(args.out_dir).resolve() / py.relative_to(ROOT).with_suffix(".ipynb")
         jobs.append((py, out))
+    _warn_without_gpu(profile, chapters, args.jobs, per_chapter)
     log_dir = ROOT / "_build" / "logs"
-    print(f"executing {len(jobs)} chapter(s), parameters {params or 'default (profile ci)'}")
-    outcomes = execute_many(jobs, params, log_dir, args.jobs, strip=in_place, timeout=args.timeout)
+    distinct = {repr(p) for p in per_chapter.values()}
+    shown = next(iter(distinct)) if len(distinct) == 1 else "per chapter (see above)"
+    print(f"executing {len(jobs)} chapter(s), parameters {shown if shown != '{}' else 'default (profile ci)'}")
+    outcomes = execute_many(jobs, {}, log_dir, args.jobs, strip=in_place, timeout=args.timeout,
+                            per_chapter=per_chapter)
     if in_place and not args.no_report:
         write_report()
-    return 1 if print_failures(outcomes) else 0
+    n_failed = print_failures(outcomes)
+    if not args.output:
+        where = ROOT if in_place else Path(args.out_dir).resolve()
+        print(f"\nclaims ({relative(where) if where != ROOT else 'committed notebooks'}):")
+        print("\n".join(claims_summary(where, [py for py, _ in jobs])))
+    return 1 if n_failed else 0
 
 
 def cmd_report(args: argparse.Namespace) -> int:
-    path = write_report(Path(args.source).resolve() if args.source else ROOT)
-    print(f"wrote {path}")
+    source = Path(args.source).resolve() if args.source else ROOT
+    if not source.is_dir():
+        return fail(f"--source {args.source}: no such folder")
+    if not (source / "_toc.yml").exists():
+        # a folder of executed notebooks (a seed folder, an --out-dir): its claims, printed
+        lines = claims_summary(source)
+        if lines[0].startswith("no executed chapter"):
+            return fail(f"{lines[0]} (expected chapters/<part>/<name>.ipynb there)", 1)
+        print("\n".join(lines))
+        return 0
+    path = write_report(source)
+    print(f"wrote {relative(path)}")
     return 0
 
 
 def cmd_book(args: argparse.Namespace) -> int:
-    profile = args.profile
+    chapters = resolve_chapters(args.chapters)
+    profile, per_chapter = _checked(args, chapters)
     out_root = ROOT / "_build" / profile
     stage = out_root / "src"
-    chapters = resolve_chapters(args.chapters)
-    print(f"staging the book in {stage.relative_to(ROOT)}")
+    _warn_without_gpu(profile, chapters, args.jobs, per_chapter)
+    print(f"staging the book in {relative(stage)}")
+    # the site and the logs of an earlier build must not linger (a stale site looks like a result,
+    # a stale traceback like a failure)
+    shutil.rmtree(out_root / "site", ignore_errors=True)
+    shutil.rmtree(out_root / "logs", ignore_errors=True)
     stage_source(stage)
-    params = _parameters(args)
     jobs = [(py, stage / py.relative_to(ROOT).with_suffix(".ipynb")) for py in chapters]
     print(f"executing {len(jobs)} chapter(s) in profile {profile!r} with {args.jobs} job(s)")
-    outcomes = execute_many(jobs, params, out_root / "logs", args.jobs, timeout=args.timeout)
+    logs = out_root / "logs"
+    outcomes = execute_many(jobs, {}, logs, args.jobs, timeout=args.timeout, per_chapter=per_chapter)
+    failed = write_failure_pages(stage, outcomes, profile, logs)
     prepare_notebooks(stage)
     write_report(stage)
-    when = time.strftime("%Y-%m-%d")
-    announce(stage, f"Executed with profile <b>{profile}</b> on {device_description()} ({when}).")
+    executed = [str(Path(o.chapter).with_suffix("")) for o in outcomes]
+    n_all = len(resolve_chapters([]))
+    if len(failed) == len(outcomes):
+        print_failures(outcomes)
+        return fail(f"every chapter failed: no site was built (logs in {relative(logs)})", 1)
+    announce(stage, banner_text(profile, device_description(), time.strftime("%Y-%m-%d"),
+                                executed, failed, n_all))
     if not use_local_mathjax(stage):
         print("MathJax is loaded from its CDN (run make vendor-mathjax for an offline site)")
     print("building the site (strict)")
@@ -109,19 +209,37 @@ def cmd_book(args: argparse.Namespace) -> int:
     index = out_root / "site" / "_build" / "html" / "index.html"
     n_failed = print_failures(outcomes)
     if rc != 0:
-        print(f"\nthe site build failed (exit {rc}); re-run with --verbose to see the warnings")
+        why = (" (references into the failed chapters' pages cannot resolve)" if failed else "")
+        print(f"\nthe strict site build reported problems (exit {rc}){why}; "
+              "re-run with --verbose to see them")
     if index.exists():
-        print(f"\nsite: {index}")
+        if n_failed:
+            print(f"\nPARTIAL site ({n_failed} of {len(outcomes)} chapters failed; their pages and the "
+                  f"banner say so): {index}")
+        elif rc:
+            print(f"\nsite, built with warnings: {index}")
+        else:
+            print(f"\nsite: {index}")
     return 1 if (n_failed or rc) else 0
 
 
 def cmd_build(args: argparse.Namespace) -> int:
     source = Path(args.source).resolve() if args.source else ROOT
+    if not (source / "_config.yml").exists():
+        return fail(f"{source} holds no _config.yml: --source must be the root of a book")
     output = Path(args.output).resolve() if args.output else None
-    rc = jupyter_book_build(source, output, quiet=not args.verbose)
+    config = config_with_local_mathjax(source, ROOT / "_build" / "config" / "_config.yml")
+    if config is None:
+        print("MathJax is loaded from its CDN: math needs a network to show "
+              "(run make vendor-mathjax for an offline site)")
+    else:
+        print(f"MathJax served by the site itself (from {relative(config.parent.parent / 'vendor' / 'mathjax')})")
+    rc = jupyter_book_build(source, output, quiet=not args.verbose, config=config)
     index = (output or source) / "_build" / "html" / "index.html"
     if rc == 0:
         print(f"site: {index}")
+    else:
+        print(f"the strict build failed (exit {rc}); re-run with --verbose to see the warnings")
     return rc
 
 
@@ -131,6 +249,8 @@ def cmd_build_page(args: argparse.Namespace) -> int:
     import yaml
 
     page = Path(args.page).resolve().with_suffix("")
+    if not page.with_suffix(".ipynb").exists():
+        return fail(f"{args.page}: no such notebook (run make execute CHAPTER=... first)")
     rel = page.relative_to(ROOT)
     with tempfile.TemporaryDirectory() as tmp:
         stage = Path(tmp) / "src"
@@ -145,9 +265,40 @@ def cmd_build_page(args: argparse.Namespace) -> int:
         # the report and errata pages link every chapter: replace them by stubs here
         (stage / "book" / "reproduction.md").write_text("# Reproduction report\n\n(stub)\n")
         (stage / "book" / "errata.md").write_text("# Errata found\n\n(stub)\n")
+        (stage / "book" / "robustness.md").write_text("# Robustness across seeds\n\n(stub)\n")
         rc = jupyter_book_build(stage, Path(tmp) / "out", quiet=False)
     print("page builds strictly" if rc == 0 else f"strict build failed (exit {rc})")
     return rc
+
+
+def cmd_lab(args: argparse.Namespace) -> int:
+    from . import jupyter
+
+    root = Path(args.root).resolve() if args.root else ROOT
+    if not root.is_dir():
+        return fail(f"--root {args.root}: no such folder")
+    extra = [a for a in args.extra if a != "--"]
+    return jupyter.lab(root, port=args.port, token=args.token, open_browser=not args.no_browser,
+                       extra=extra)
+
+
+def cmd_install_kernel(args: argparse.Namespace) -> int:
+    from . import jupyter
+
+    for path in jupyter.install_kernel():
+        print(f"wrote {path}")
+    print(f"kernel {jupyter.KERNEL_NAME!r} ({jupyter.KERNEL_DISPLAY_NAME}) registered in {sys.prefix}")
+    return 0
+
+
+def _positive(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a positive integer, got {text!r}")
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"expected a positive integer, got {value}")
+    return value
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -157,6 +308,9 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     p = sub.add_parser("sync", help="regenerate .ipynb inputs from the .py sources")
     p.add_argument("chapters", nargs="*")
+    p.add_argument("--keep", choices=("source", "notebook"), default=None,
+                   help="when a notebook holds edits of its own: 'notebook' carries them into the "
+                        ".py, 'source' discards them (default: refuse, naming the file)")
     p.set_defaults(func=cmd_sync)
 
     def exec_options(p: argparse.ArgumentParser) -> None:
@@ -164,9 +318,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         p.add_argument("--profile", default="ci", help="'ci' (CPU) or 'full' (GPU, the papers' settings)")
         p.add_argument("--seed", type=int, default=None)
         p.add_argument("-p", "--param", nargs=2, action="append", metavar=("NAME", "VALUE"),
-                       help="another chapter parameter (repeatable)")
-        p.add_argument("--jobs", type=int, default=1, help="chapters executed in parallel")
-        p.add_argument("--timeout", type=int, default=None, help="seconds per cell (default: none)")
+                       help="another chapter parameter, declared in its 'parameters' cell (repeatable)")
+        p.add_argument("--jobs", type=_positive, default=1, help="chapters executed in parallel")
+        p.add_argument("--timeout", type=_positive, default=None, help="seconds per cell (default: none)")
 
     p = sub.add_parser("execute", help="execute chapters (in place: profile ci, default parameters)")
     exec_options(p)
@@ -178,14 +332,16 @@ def main(argv: Sequence[str] | None = None) -> int:
     p = sub.add_parser("seeds", help="execute chapters on several seeds and write the robustness page")
     p.add_argument("chapters", nargs="*", help="chapter paths or name fragments (default: all)")
     p.add_argument("--seeds", default="0-4", help="seeds, e.g. 0-4 or 0,3,7 (seed 0 is the committed run)")
-    p.add_argument("--jobs", type=int, default=1, help="chapters executed in parallel")
-    p.add_argument("--timeout", type=int, default=None, help="seconds per cell (default: none)")
+    p.add_argument("--jobs", type=_positive, default=1, help="chapters executed in parallel")
+    p.add_argument("--timeout", type=_positive, default=None, help="seconds per cell (default: none)")
     p.add_argument("--collect-only", action="store_true",
                    help="do not execute: gather the notebooks already under _build/seeds/")
     p.set_defaults(func=seeds.cmd_seeds)
 
-    p = sub.add_parser("report", help="regenerate book/reproduction.md from the ledgers")
-    p.add_argument("--source", help="book source tree holding executed notebooks (default: repo)")
+    p = sub.add_parser("report", help="regenerate book/reproduction.md from the ledgers, or print "
+                                      "the claims of a folder of executed notebooks")
+    p.add_argument("--source", help="book source tree (default: the repository), or a folder of "
+                                    "executed notebooks such as _build/seed3 (then its claims are printed)")
     p.set_defaults(func=cmd_report)
 
     p = sub.add_parser("book", help="execute all chapters into _build/<profile> and build the site")
@@ -202,6 +358,18 @@ def main(argv: Sequence[str] | None = None) -> int:
     p = sub.add_parser("build-page", help="strict build of the front matter plus one page")
     p.add_argument("page")
     p.set_defaults(func=cmd_build_page)
+
+    p = sub.add_parser("lab", help="JupyterLab in the book's root, with the project's kernel")
+    p.add_argument("--port", type=int, default=None)
+    p.add_argument("--token", default=None, help="access token (default: JupyterLab makes one)")
+    p.add_argument("--no-browser", action="store_true")
+    p.add_argument("--root", help="folder JupyterLab serves (default: the book's root)")
+    p.add_argument("extra", nargs=argparse.REMAINDER,
+                   help="after --: more JupyterLab options, e.g. -- --ServerApp.ip=0.0.0.0")
+    p.set_defaults(func=cmd_lab)
+
+    p = sub.add_parser("install-kernel", help="register the kernel 'implicit-bias' in this environment")
+    p.set_defaults(func=cmd_install_kernel)
 
     args = parser.parse_args(argv)
     return args.func(args)

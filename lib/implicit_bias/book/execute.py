@@ -1,5 +1,10 @@
 """Executing chapters with papermill: one at a time or in parallel jobs (one GPU each), never
-raising, every failure reported with its cell and traceback file."""
+raising, every failure reported with its cell and traceback file.
+
+The kernel's own process output (its log lines, and the ZMQ tracebacks a kernel prints when it is
+stopped in the middle of a cell) goes to ``<log dir>/<chapter>.kernel.log``, not to the terminal;
+what the chapter's cells print is in the executed notebook, as usual.
+"""
 
 from __future__ import annotations
 
@@ -8,19 +13,24 @@ import sys
 import tempfile
 import time
 import traceback
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from concurrent.futures import ProcessPoolExecutor, as_completed
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from ..runtime import QUIET_ENV
-from .sources import ROOT, notebook_from_source, strip_volatile
+from .sources import relative, strip_volatile, synced_notebook
 
 
 @dataclass
 class Outcome:
-    """Result of executing one chapter."""
+    """Result of executing one chapter.
+
+    ``failed_cell`` is the execution count of the failing cell (as Jupyter shows it, ``[n]``),
+    ``cell_index`` its position among the chapter's code cells (1-based) and ``cell_line`` its
+    first line; all None when the run failed before any cell ran.
+    """
 
     chapter: str
     output: str
@@ -29,11 +39,42 @@ class Outcome:
     failed_cell: int | None = None
     error: str = ""
     log: str | None = None
+    cell_index: int | None = None
+    n_cells: int | None = None
+    cell_line: str = ""
+
+    def where(self) -> str:
+        """Where the run failed, for messages: ``cell 4 of 21 ([4] starts 'x = f(y)')``."""
+        if self.cell_index is None:
+            return "before any cell ran"
+        count = f"[{self.failed_cell}] " if self.failed_cell is not None else ""
+        return f"code cell {self.cell_index} of {self.n_cells} ({count}starts {self.cell_line!r})"
+
+
+def _kernel_manager_logging_to(log_path: Path) -> type:
+    """A kernel manager whose kernel process writes its own stdout/stderr to ``log_path``."""
+    from jupyter_client import AsyncKernelManager
+
+    class LoggedKernelManager(AsyncKernelManager):
+        async def _async_launch_kernel(self, kernel_cmd: list[str], **kw: Any) -> None:
+            log_path.parent.mkdir(parents=True, exist_ok=True)
+            with open(log_path, "ab") as log:  # the kernel keeps its own copy of the descriptor
+                kw.setdefault("stdout", log)
+                kw.setdefault("stderr", log)
+                await super()._async_launch_kernel(kernel_cmd, **kw)
+
+    return LoggedKernelManager
 
 
 def execute_one(py: str, output: str, parameters: dict[str, Any], log_dir: str,
-                gpu: str | None = None, strip: bool = False, timeout: int | None = None) -> Outcome:
-    """Execute one chapter with papermill into ``output``; never raises (failures are reported)."""
+                gpu: str | None = None, strip: bool = False, timeout: int | None = None,
+                template: str | None = None) -> Outcome:
+    """Execute one chapter with papermill into ``output``; never raises (failures are reported).
+
+    The notebook executed is the ``.py``'s, with the cell ids of ``template`` (default: the paired
+    ``.ipynb`` next to the ``.py``, when there is one), so re-executing an unchanged chapter
+    rewrites no ids.
+    """
     import nbformat
     import papermill as pm
 
@@ -42,44 +83,87 @@ def execute_one(py: str, output: str, parameters: dict[str, Any], log_dir: str,
     if gpu is not None:
         os.environ["CUDA_VISIBLE_DEVICES"] = gpu
     src = Path(py)
-    rel = str(src.relative_to(ROOT)) if src.is_relative_to(ROOT) else str(src)
+    rel = relative(src)
     out = Path(output)
     out.parent.mkdir(parents=True, exist_ok=True)
+    logs = Path(log_dir)
+    kernel_log = logs / (src.stem + ".kernel.log")
+    kernel_log.unlink(missing_ok=True)
     start = time.perf_counter()
+    template_path = Path(template) if template else src.with_suffix(".ipynb")
+    existing = nbformat.read(template_path, as_version=4) if template_path.exists() else None
+    nb_in = synced_notebook(src, existing)
+    for cell in nb_in.cells:
+        if cell.cell_type == "code":
+            cell.outputs, cell.execution_count = [], None
     with tempfile.TemporaryDirectory() as tmp:
         inp = Path(tmp) / src.with_suffix(".ipynb").name
-        nbformat.write(notebook_from_source(src), inp)
+        nbformat.write(nb_in, inp)
         tmp_out = Path(tmp) / ("out-" + inp.name)
+        detail = ""
         try:
             pm.execute_notebook(
                 str(inp), str(tmp_out), parameters=parameters or None, cwd=str(src.parent),
                 kernel_name="python3", progress_bar=False, log_output=False,
-                execution_timeout=timeout,
+                execution_timeout=timeout, kernel_manager_class=_kernel_manager_logging_to(kernel_log),
             )
-            ok, cell, err = True, None, ""
+            ok, err = True, ""
         except Exception as exc:  # papermill raises PapermillExecutionError with the cell
             ok = False
-            cell = getattr(exc, "exec_count", None)
-            err = f"{getattr(exc, 'ename', type(exc).__name__)}: {getattr(exc, 'evalue', exc)}"
+            err = _error_line(exc, timeout)
             tb = getattr(exc, "traceback", None)
             detail = "\n".join(tb) if tb else traceback.format_exc()
         seconds = time.perf_counter() - start
         log = None
+        where: tuple[int | None, int | None, int | None, str] = (None, None, None, "")
         if tmp_out.exists():
             nb = nbformat.read(tmp_out, as_version=4)
+            if not ok:
+                where = _failed_cell(nb)
             if strip:
                 strip_volatile(nb)
-            target = out if ok else Path(log_dir) / out.name
+            target = out if ok else logs / out.name
             target.parent.mkdir(parents=True, exist_ok=True)
             nbformat.write(nb, target)
-            if not ok:
-                log = str(target)
         if not ok:
-            Path(log_dir).mkdir(parents=True, exist_ok=True)
-            log_file = Path(log_dir) / (src.stem + ".traceback.txt")
+            logs.mkdir(parents=True, exist_ok=True)
+            log_file = logs / (src.stem + ".traceback.txt")
             log_file.write_text(_strip_ansi(detail))
             log = str(log_file)
-    return Outcome(rel, str(out), ok, seconds, cell, err, log)
+    count, index, n_cells, line = where
+    return Outcome(rel, str(out), ok, seconds, count, err, log, index, n_cells, line)
+
+
+def _error_line(exc: BaseException, timeout: int | None) -> str:
+    name = getattr(exc, "ename", type(exc).__name__)
+    if name == "CellTimeoutError" or type(exc).__name__ == "CellTimeoutError":
+        return f"CellTimeoutError: the cell ran longer than the timeout of {timeout} s (--timeout)"
+    if name == "DeadKernelError" or type(exc).__name__ == "DeadKernelError":
+        return ("DeadKernelError: the kernel died (out of memory? see the kernel log "
+                "next to the traceback file)")
+    value = str(getattr(exc, "evalue", exc)).strip().splitlines()
+    return f"{name}: {value[0] if value else ''}"
+
+
+def _failed_cell(nb: Any) -> tuple[int | None, int | None, int | None, str]:
+    """``(execution count, index among the chapter's code cells, their number, first line)`` of
+    the cell where a run stopped: the cell papermill marked as failed, else (a timeout, a dead
+    kernel) the last cell that started."""
+    code = [c for c in nb.cells if c.cell_type == "code"
+            and "injected-parameters" not in c.metadata.get("tags", [])]
+    failed = None
+    for cell in code:
+        meta = cell.metadata.get("papermill", {})
+        if meta.get("exception"):
+            failed = cell
+            break
+        if meta.get("start_time"):
+            failed = cell
+    if failed is None:
+        return None, None, len(code), ""
+    first = next((ln for ln in failed.source.splitlines() if ln.strip()), "")
+    first = first if len(first) <= 60 else first[:57] + "..."
+    return failed.get("execution_count"), code.index(failed) + 1, len(code), first
 
 
 def _strip_ansi(text: str) -> str:
@@ -89,10 +173,15 @@ def _strip_ansi(text: str) -> str:
 
 
 def execute_many(jobs: list[tuple[Path, Path]], parameters: dict[str, Any], log_dir: Path,
-                 n_jobs: int = 1, strip: bool = False, timeout: int | None = None) -> list[Outcome]:
+                 n_jobs: int = 1, strip: bool = False, timeout: int | None = None,
+                 per_chapter: Mapping[Path, dict[str, Any]] | None = None) -> list[Outcome]:
     """Execute chapters (``(source, output)`` pairs), ``n_jobs`` at a time; with several GPUs,
-    each job sees one (round robin over ``CUDA_VISIBLE_DEVICES``)."""
+    each job sees one (round robin over ``CUDA_VISIBLE_DEVICES``). ``per_chapter`` maps a source
+    to its own parameters (as checked by :func:`.params.plan`); others get ``parameters``."""
     from tqdm import tqdm
+
+    def params_of(py: Path) -> dict[str, Any]:
+        return dict(per_chapter[py]) if per_chapter is not None and py in per_chapter else parameters
 
     gpus = _gpu_ids() if n_jobs > 1 else []
     outcomes: list[Outcome] = []
@@ -101,13 +190,13 @@ def execute_many(jobs: list[tuple[Path, Path]], parameters: dict[str, Any], log_
     if n_jobs <= 1:
         for py, out in jobs:
             bar.set_postfix_str(py.stem)
-            outcomes.append(execute_one(str(py), str(out), parameters, str(log_dir), None, strip, timeout))
+            outcomes.append(execute_one(str(py), str(out), params_of(py), str(log_dir), None, strip, timeout))
             _print_outcome(outcomes[-1])
             bar.update()
     else:
         with ProcessPoolExecutor(max_workers=n_jobs) as pool:
             futures = [
-                pool.submit(execute_one, str(py), str(out), parameters, str(log_dir),
+                pool.submit(execute_one, str(py), str(out), params_of(py), str(log_dir),
                             gpus[i % len(gpus)] if gpus else None, strip, timeout)
                 for i, (py, out) in enumerate(jobs)
             ]
@@ -116,7 +205,7 @@ def execute_many(jobs: list[tuple[Path, Path]], parameters: dict[str, Any], log_
                 _print_outcome(outcomes[-1])
                 bar.update()
     bar.close()
-    order = {str(py.relative_to(ROOT)) if py.is_relative_to(ROOT) else str(py): i for i, (py, _) in enumerate(jobs)}
+    order = {relative(py): i for i, (py, _) in enumerate(jobs)}
     return sorted(outcomes, key=lambda o: order.get(o.chapter, 0))
 
 
@@ -143,6 +232,5 @@ def print_failures(outcomes: Iterable[Outcome]) -> int:
     if failed:
         print(f"\n{len(failed)} chapter(s) failed:")
         for o in failed:
-            where = f"cell [{o.failed_cell}]" if o.failed_cell is not None else "before any cell ran"
-            print(f"  {o.chapter}: {where}: {o.error}\n    traceback: {o.log}")
+            print(f"  {o.chapter}: {o.where()}: {o.error}\n    traceback: {relative(Path(o.log)) if o.log else '-'}")
     return len(failed)

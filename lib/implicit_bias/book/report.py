@@ -79,6 +79,7 @@ class ChapterLedger:
     claims: list[Claim]
     executed: bool = True
     data: str = ""
+    failed: dict[str, str] | None = None  # where and why the chapter failed in this build
 
     @property
     def n_pass(self) -> int:
@@ -94,12 +95,26 @@ def collect_ledgers(source_root: Path, chapters: Sequence[Path]) -> list[Chapter
         if not nb.exists():
             out.append(ChapterLedger(str(rel), "not executed", "", [], executed=False))
             continue
+        failed = _failure(nb)
+        if failed is not None:
+            out.append(ChapterLedger(str(rel), chapter_title(nb), "", [], executed=False, failed=failed))
+            continue
         glued = read_glued(nb)
         ledger = glued.get("claims") or {}
         claims = [Claim.from_dict(r) for r in ledger.get("claims", [])]
         out.append(ChapterLedger(str(rel), chapter_title(nb), glued.get("run_info", "") or "", claims,
                                  data=ledger.get("data", "")))
     return out
+
+
+def _failure(nb_path: Path) -> dict[str, str] | None:
+    """The failure record of a failed chapter's page (see :func:`.site.failure_page`), or None."""
+    import nbformat
+
+    from .site import FAILED_KEY
+
+    meta = nbformat.read(nb_path, as_version=4).metadata.get(FAILED_KEY, {})
+    return meta.get("failed")
 
 
 def cited_claims(ledgers: Sequence[ChapterLedger]) -> list[scorecards.CitedClaim]:
@@ -134,18 +149,33 @@ def render_report(source_root: Path, chapters: Sequence[Path]) -> str:
     order, captions = part_order(source_root)
     cited = cited_claims(ledgers)
     executed = [led for led in ledgers if led.executed and led.claims]
+    failed = [led for led in ledgers if led.failed is not None]
     total = sum(len(led.claims) for led in executed)
     passed = sum(led.n_pass for led in executed)
-    lines = [REPORT_INTRO]
+    title, _, intro = REPORT_INTRO.partition("\n")
+    lines = [title, ""]
+    if failed:
+        names = ", ".join(f"{{doc}}`{led.title} </{led.chapter}>`" for led in failed)
+        lines += [":::{admonition} A partial build", ":class: error", "",
+                  f"**{len(failed)} of {len(ledgers)} chapters failed** in this build: {names}. "
+                  "Their claims are missing from the counts and the scorecards below (their items "
+                  "may show as not tested); each failed page says where it stopped.", ":::", ""]
+    lines += [intro.lstrip("\n")]
     lines += [f"**{passed} of {total} claims hold** across {len(executed)} executed chapters "
-              f"(by bearing: {_bearing_counts(cited)}).", ""]
+              f"(by bearing: {_bearing_counts(cited)})"
+              + (f"; {len(failed)} chapter(s) failed and are not counted." if failed else "."), ""]
     lines += ["## Scorecards", ""]
     for part in order:
         if part in papers:
             lines += scorecards.render_scorecard(papers[part], scorecards.statuses(papers[part], cited))
     lines += ["## Chapters", "", "| chapter | run | claims |", "|---|---|---|"]
     for led in ledgers:
-        title = f"{{doc}}`{led.title} </{led.chapter}>`" if led.executed else led.chapter
+        title = (f"{{doc}}`{led.title} </{led.chapter}>`" if led.executed or led.failed
+                 else led.chapter)
+        if led.failed is not None:
+            run = f"**FAILED** (profile {led.failed.get('profile', '?')}) at {led.failed.get('where', '?')}: {led.failed.get('error', '')}"
+            lines.append(f"| {title} | {_md_cell(run)} | - |")
+            continue
         run = (led.run or "not executed") + (f" (data: {led.data})" if led.data else "")
         lines.append(f"| {title} | {_md_cell(run)} | {led.n_pass} / {len(led.claims)} |")
     lines.append("")
@@ -241,3 +271,38 @@ def write_report(source_root: Path = ROOT, target: Path | None = None) -> Path:
     summary.parent.mkdir(parents=True, exist_ok=True)
     summary.write_text(render_intro_summary(source_root, chapters))
     return target
+
+
+def claims_summary(source_root: Path, chapters: Sequence[Path] | None = None) -> list[str]:
+    """The claims of the executed notebooks under ``source_root`` (the repository, a seed folder
+    ``_build/seed3``, any ``--out-dir``), as lines to print: one per chapter found there, then the
+    total. Chapters with no notebook there are skipped."""
+    import re
+
+    ledgers = collect_ledgers(source_root, all_chapters() if chapters is None else chapters)
+    rows: list[str] = []
+    runs: set[str] = set()
+    passed = total = n = 0
+    for led in ledgers:
+        if led.failed is not None:
+            rows.append(f"  FAILED {led.chapter}: {led.failed.get('where')}: {led.failed.get('error')}")
+            continue
+        if not led.executed:
+            continue
+        if not led.claims:
+            rows.append(f"  ?      {led.chapter}: no claims ledger in the notebook (did it run to the end?)")
+            continue
+        n += 1
+        bad = [c.id for c in led.claims if not c.passed]
+        passed += led.n_pass
+        total += len(led.claims)
+        m = re.search(r"profile=(\S+)\s+seed=(\S+)", led.run)
+        if m:
+            runs.add(f"profile {m.group(1)}, seed {m.group(2)}")
+        rows.append(f"  {'ok' if not bad else 'FAIL':6s} {led.chapter}: {led.n_pass} of "
+                    f"{len(led.claims)} claims hold" + (f"; failing: {', '.join(bad)}" if bad else ""))
+    if not rows:
+        return [f"no executed chapter under {source_root}"]
+    head = (f"{passed} of {total} claims hold in {n} chapter(s)"
+            + (f" ({'; '.join(sorted(runs))})" if runs else ""))
+    return [head, *rows]

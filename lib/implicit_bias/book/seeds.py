@@ -71,13 +71,18 @@ def run_sweep(seeds: Sequence[int], chapters: Sequence[Path], jobs: int = 1,
 
 def gather(seeds: Sequence[int], chapters: Sequence[Path],
            failed: dict[int, list[str]] | None = None) -> dict[str, Any]:
-    """The sweep as data: ``{"seeds": [...], "chapters": {chapter: {"claims": {id: {"statement",
-    "runs": {seed: {"measured", "verdict"}}}}, "failed": [seed, ...]}}}``."""
-    data: dict[str, Any] = {"seeds": list(seeds), "chapters": {}}
+    """The sweep as data: ``{"chapters": {chapter: {"seeds": [...], "claims": {id: {"statement",
+    "runs": {seed: {"measured", "verdict"}}}}, "failed": [seed, ...]}}}`` (each chapter records
+    the seeds it was swept on, so parts can be swept one at a time)."""
+    data: dict[str, Any] = {"chapters": {}}
+
+    def new_entry() -> dict[str, Any]:
+        return {"seeds": list(seeds), "claims": {}, "failed": []}
+
     for seed in seeds:
         root = ROOT if seed == 0 else seed_folder(seed)
         for led in collect_ledgers(root, chapters):
-            entry = data["chapters"].setdefault(led.chapter, {"claims": {}, "failed": []})
+            entry = data["chapters"].setdefault(led.chapter, new_entry())
             if not led.executed or not led.claims:
                 entry["failed"].append(seed)
                 continue
@@ -86,7 +91,7 @@ def gather(seeds: Sequence[int], chapters: Sequence[Path],
                 row["runs"][str(seed)] = {"measured": c.measured, "verdict": c.verdict}
     for seed, names in (failed or {}).items():
         for name in names:
-            chap = data["chapters"].setdefault(str(Path(name).with_suffix("")), {"claims": {}, "failed": []})
+            chap = data["chapters"].setdefault(str(Path(name).with_suffix("")), new_entry())
             if seed not in chap["failed"]:
                 chap["failed"].append(seed)
     return data
@@ -112,7 +117,7 @@ def _spread(values: Sequence[str]) -> tuple[str, str, str]:
 PAGE_INTRO = """\
 # Robustness across seeds
 
-Every chapter executed on seeds {seeds} (profile `ci`). The committed notebooks are the seed-0
+Every chapter executed on seeds {seeds} (profile `ci`).{fewer} The committed notebooks are the seed-0
 run; the other seeds are executed by `make seeds` (`python -m implicit_bias.book seeds`), which
 also regenerates this page from `book/data/seed_sweep.json`. Per claim: on how many seeds it
 holds, the seeds where it fails, and the min / median / max of its measured value (the values
@@ -124,13 +129,23 @@ the book about several seeds refers to this page.
 """
 
 
+def _seed_names(seeds: Sequence[int]) -> str:
+    seeds = list(seeds)
+    if len(seeds) > 2 and seeds == list(range(seeds[0], seeds[-1] + 1)):
+        return f"{seeds[0]}-{seeds[-1]}"
+    return ", ".join(map(str, seeds))
+
+
 def render_page(data: dict[str, Any], titles: dict[str, str]) -> str:
-    seeds = data["seeds"]
+    entries = data["chapters"]
+    all_seeds = sorted({s for e in entries.values() for s in e["seeds"]})
+    fewer = [ch for ch, e in entries.items() if e["seeds"] != all_seeds]
     total = held = 0
     body: list[str] = []
-    for chapter, entry in data["chapters"].items():
+    for chapter, entry in entries.items():
+        seeds = entry["seeds"]
         title = titles.get(chapter, chapter)
-        body += [f"## {title}", "", f"Page: {{doc}}`/{chapter}`", ""]
+        body += [f"## {title}", "", f"Page: {{doc}}`/{chapter}`; seeds {_seed_names(seeds)}.", ""]
         if entry["failed"]:
             body += [f"**The chapter did not finish on seed(s) {', '.join(map(str, entry['failed']))}**: "
                      "its claims count as failing there.", ""]
@@ -146,11 +161,12 @@ def render_page(data: dict[str, Any], titles: dict[str, str]) -> str:
             body.append(f"| `{cid}` | {len(ok)} / {len(seeds)} | {fails} | {_md_cell(lo)} | "
                         f"{_md_cell(mid)} | {_md_cell(hi)} |")
         body.append("")
-    if len(seeds) > 2 and seeds == list(range(seeds[0], seeds[-1] + 1)):
-        names = f"{seeds[0]}-{seeds[-1]}"
-    else:
-        names = ", ".join(map(str, seeds))
-    head = PAGE_INTRO.format(seeds=names, held=held, total=total, n_fail=total - held)
+    note = ""
+    if fewer:
+        note = (f" **{len(fewer)} chapter(s) were swept on fewer seeds** (named in their section): "
+                "their rows count only those seeds.")
+    head = PAGE_INTRO.format(seeds=_seed_names(all_seeds), fewer=note, held=held, total=total,
+                             n_fail=total - held)
     return head + "\n" + "\n".join(body)
 
 
@@ -198,16 +214,14 @@ def staleness(root: Path = ROOT, chapters: Sequence[Path] | None = None) -> list
 
 
 def merge(old: dict[str, Any] | None, new: dict[str, Any], order: Sequence[Path]) -> dict[str, Any]:
-    """``new``'s chapters replace ``old``'s (same seeds required); the result follows ``order``
-    (the table of contents) and drops chapters that no longer exist."""
-    if old and old.get("seeds") != new["seeds"]:
-        if set(new["chapters"]) != {str(p.relative_to(ROOT).with_suffix("")) for p in order}:
-            raise SystemExit(f"the committed sweep used seeds {old.get('seeds')}, this run {new['seeds']}: "
-                             "re-run every chapter (make seeds) to change the seeds")
-        old = None
-    chapters = {**(old or {}).get("chapters", {}), **new["chapters"]}
+    """``new``'s chapters replace ``old``'s (each chapter keeps the seeds it was swept on); the
+    result follows ``order`` (the table of contents) and drops chapters that no longer exist."""
+    old_chapters = dict((old or {}).get("chapters", {}))
+    for entry in old_chapters.values():  # sweeps written before seeds were recorded per chapter
+        entry.setdefault("seeds", (old or {}).get("seeds", [0]))
+    chapters = {**old_chapters, **new["chapters"]}
     names = [str(p.relative_to(ROOT).with_suffix("")) for p in order]
-    return {"seeds": new["seeds"], "chapters": {n: chapters[n] for n in names if n in chapters}}
+    return {"chapters": {n: chapters[n] for n in names if n in chapters}}
 
 
 def cmd_seeds(args: Any) -> int:
@@ -224,9 +238,9 @@ def cmd_seeds(args: Any) -> int:
     write(data)
     total = sum(len(e["claims"]) for e in data["chapters"].values())
     bad = [(ch, cid) for ch, e in data["chapters"].items() for cid, row in e["claims"].items()
-           if any(row["runs"].get(str(s), {}).get("verdict") != "PASS" for s in data["seeds"])]
+           if any(row["runs"].get(str(s), {}).get("verdict") != "PASS" for s in e["seeds"])]
     print(f"wrote {SWEEP_PATH} and {PAGE_PATH}: {total - len(bad)} of {total} claims hold on every seed "
-          f"of {data['seeds']}")
+          f"their chapter was swept on")
     for ch, cid in bad:
         print(f"  fails on some seed: {ch}: {cid}")
     return 0

@@ -1,24 +1,32 @@
-"""Building the static site: staging the source tree, the banner, offline MathJax and the strict
-Jupyter Book build."""
+"""Building the static site: staging the source tree, pages of chapters that failed, the banner,
+offline MathJax and the strict Jupyter Book build."""
 
 from __future__ import annotations
 
+import re
 import shutil
 import subprocess
 import sys
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
-from .sources import ROOT
+from .sources import ROOT, notebook_from_source, relative
+
+# The book's Sphinx extension (cross-reference text, figure numbers per page, author-year
+# reference list): see implicit_bias.book.sphinx_ext; listed in _config.yml.
 
 
 def jupyter_book_build(source: Path, output: Path | None = None, quiet: bool = True,
-                       extra: Sequence[str] = ()) -> int:
-    """Strict Jupyter Book build (``--all -W -n --keep-going``); returns the exit code."""
+                       extra: Sequence[str] = (), config: Path | None = None) -> int:
+    """Strict Jupyter Book build (``--all -W -n --keep-going``); returns the exit code.
+    ``config`` replaces the source's ``_config.yml`` (see :func:`config_with_local_mathjax`)."""
     exe = Path(sys.executable).with_name("jupyter-book")
     cmd = [str(exe), "build", str(source), "--all", "-W", "-n", "--keep-going", *extra]
     if output is not None:
         cmd += ["--path-output", str(output)]
+    if config is not None:
+        cmd += ["--config", str(config)]
     if quiet:
         cmd.append("--quiet")
     return subprocess.run(cmd).returncode
@@ -57,6 +65,92 @@ def prepare_notebooks(stage: Path) -> None:
             nbformat.write(nb, path)
 
 
+# --------------------------------------------------------------------------- pages of failed chapters
+
+FAILED_KEY = "implicit_bias"  # notebook metadata of a failure page: {"failed": {...}}
+_GLUE_ROLE = re.compile(r"\{glue(?::[\w-]+)?\}`[^`]*`")
+_GLUE_FENCE = re.compile(r"^(?P<fence>`{3,}|:{3,})\{glue(?::[\w-]+)?\}")
+
+
+def _without_glue(markdown: str) -> str:
+    """``markdown`` with glued values replaced by a marker, glued figures by a note (their label
+    kept as a target)."""
+    out: list[str] = []
+    lines = markdown.splitlines()
+    i = 0
+    while i < len(lines):
+        m = _GLUE_FENCE.match(lines[i])
+        if not m:
+            out.append(_GLUE_ROLE.sub("**[not computed]**", lines[i]))
+            i += 1
+            continue
+        fence, name = m.group("fence"), None
+        i += 1
+        while i < len(lines) and lines[i].strip() != fence:
+            opt = re.match(r"^:name:\s*(\S+)", lines[i].strip())
+            name = opt.group(1) if opt else name
+            i += 1
+        i += 1  # the closing fence
+        if name:
+            out += [f"({name})=", ""]
+        out += [":::{note}", "Figure not computed: this chapter failed in this build.", ":::"]
+    return "\n".join(out)
+
+
+def failure_page(nb: Any, chapter: str, where: str, error: str, log: str | None,
+                 profile: str) -> Any:
+    """The page of a chapter that failed: its title, a box saying where it failed and where the
+    traceback is, then its text (statements, explanations) without any computed value, figure or
+    code. Marked in the notebook's metadata so the report counts it as failed."""
+    import nbformat
+
+    page = nbformat.v4.new_notebook(metadata=dict(nb.metadata))
+    box = [":::{admonition} This chapter failed in this build", ":class: error", "",
+           f"The run with profile `{profile}` stopped at {where}:",
+           "", f"`{error}`", ""]
+    if log:
+        box += [f"Traceback: `{log}` (in the folder of the build). "]
+    box += ["Nothing on this page was computed: the text below is the chapter's, its numbers "
+            "and figures are missing, and its claims are not counted in the reproduction report.",
+            ":::"]
+    cells = [c for c in nb.cells if c.cell_type == "markdown"]
+    first = cells[0].source.splitlines() if cells else [f"# {chapter}"]
+    title_at = next((i for i, ln in enumerate(first) if ln.startswith("# ")), None)
+    if title_at is None:
+        head, rest = [f"# {chapter}"], first
+    else:
+        head, rest = first[: title_at + 1], first[title_at + 1:]
+    md = ["\n".join(head + [""] + box + [""] + rest)] + [c.source for c in cells[1:]]
+    page.cells = [nbformat.v4.new_markdown_cell(_without_glue(text)) for text in md]
+    page.metadata[FAILED_KEY] = {"failed": {"where": where, "error": error, "log": log or "",
+                                            "profile": profile}}
+    return page
+
+
+def write_failure_pages(stage: Path, outcomes: Sequence[Any], profile: str, logs: Path) -> list[str]:
+    """Replace the staged notebook of every failed chapter by its failure page; the chapters."""
+    import nbformat
+
+    failed = []
+    for o in outcomes:
+        if o.ok:
+            continue
+        rel = Path(o.chapter).with_suffix(".ipynb")
+        staged = stage / rel
+        committed = ROOT / rel
+        nb = (nbformat.read(committed, as_version=4) if committed.exists()
+              else notebook_from_source(ROOT / rel.with_suffix(".py")))
+        log = relative(Path(o.log), logs.parent) if o.log else None
+        page = failure_page(nb, str(rel.with_suffix("")), o.where(), o.error, log, profile)
+        staged.parent.mkdir(parents=True, exist_ok=True)
+        nbformat.write(page, staged)
+        failed.append(str(rel.with_suffix("")))
+    return failed
+
+
+# --------------------------------------------------------------------------- banner, MathJax, device
+
+
 def announce(stage: Path, text: str) -> None:
     """Put a banner on every page of the staged site (which profile and device built it)."""
     import yaml
@@ -67,7 +161,35 @@ def announce(stage: Path, text: str) -> None:
     cfg_path.write_text(yaml.safe_dump(cfg, sort_keys=False))
 
 
+def banner_text(profile: str, device: str, when: str, executed: Sequence[str],
+                failed: Sequence[str], n_chapters: int) -> str:
+    """What the banner says: only what really ran in this build."""
+    ran = [c for c in executed if c not in failed]
+    def short(names: Sequence[str]) -> str:
+        return ", ".join(Path(n).name for n in names)
+    text = f"Built {when} on {device}. "
+    if len(ran) == n_chapters:
+        text += f"All {n_chapters} chapters executed with profile <b>{profile}</b>."
+    elif ran:
+        text += f"{len(ran)} of {n_chapters} chapters executed with profile <b>{profile}</b>"
+        others = n_chapters - len(executed)
+        text += (f"; the other {others} show the committed <b>ci</b> outputs." if others else ".")
+    else:
+        text += f"No chapter executed with profile <b>{profile}</b>."
+    if failed:
+        text += (f" <b>PARTIAL SITE: {len(failed)} chapter(s) FAILED</b> ({short(failed)}): "
+                 "their pages say where.")
+    return text
+
+
 VENDORED_MATHJAX = "_build/vendor/mathjax"
+MATHJAX_PATH = "../mathjax/tex-mml-chtml.js"  # relative to _static/
+
+
+def vendored_mathjax() -> Path | None:
+    """The folder of the MathJax ``make vendor-mathjax`` downloaded, or None."""
+    src = ROOT / VENDORED_MATHJAX
+    return src if (src / "tex-mml-chtml.js").exists() else None
 
 
 def use_local_mathjax(stage: Path) -> bool:
@@ -75,17 +197,35 @@ def use_local_mathjax(stage: Path) -> bool:
     offline); otherwise the theme's default CDN is used."""
     import yaml
 
-    src = ROOT / VENDORED_MATHJAX
-    if not (src / "tex-mml-chtml.js").exists():
+    src = vendored_mathjax()
+    if src is None:
         return False
     shutil.copytree(src, stage / "book" / "_extra" / "mathjax", dirs_exist_ok=True)
     cfg_path = stage / "_config.yml"
     cfg = yaml.safe_load(cfg_path.read_text())
     conf = cfg.setdefault("sphinx", {}).setdefault("config", {})
-    conf["mathjax_path"] = "../mathjax/tex-mml-chtml.js"  # relative to _static/
+    conf["mathjax_path"] = MATHJAX_PATH
     conf["html_extra_path"] = ["book/_extra"]
     cfg_path.write_text(yaml.safe_dump(cfg, sort_keys=False))
     return True
+
+
+def config_with_local_mathjax(source: Path, target: Path) -> Path | None:
+    """A copy of ``source``'s ``_config.yml`` at ``target`` that serves the vendored MathJax (for
+    builds of a tree that must not be modified, such as the repository itself); None when MathJax
+    was not vendored."""
+    import yaml
+
+    src = vendored_mathjax()
+    if src is None:
+        return None
+    cfg = yaml.safe_load((source / "_config.yml").read_text())
+    conf = cfg.setdefault("sphinx", {}).setdefault("config", {})
+    conf["mathjax_path"] = MATHJAX_PATH
+    conf["html_extra_path"] = [str(src.parent)]  # holds mathjax/: copied to the site's root
+    target.parent.mkdir(parents=True, exist_ok=True)
+    target.write_text(yaml.safe_dump(cfg, sort_keys=False))
+    return target
 
 
 def device_description() -> str:

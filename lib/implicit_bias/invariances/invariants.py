@@ -54,7 +54,7 @@ from torch import nn
 from torch.func import functional_call, grad_and_value, vmap
 
 from ..ensembles import Ensemble
-from ..models import MLP, ConvNet, ResidualBlock, ResNetMLP
+from ..models import MLP, ConvNet, ResidualBlock, ResNetMLP, activation_module
 from ..train import LossFn, LossName, TrainingDiverged, loss_function
 
 Params = Mapping[str, torch.Tensor]
@@ -62,6 +62,7 @@ Mode = Literal["row", "col"]
 
 __all__ = [
     "Cut",
+    "MixedNet",
     "NeuronGroup",
     "Term",
     "Tracked",
@@ -70,15 +71,19 @@ __all__ = [
     "first_order_terms",
     "gd_corrections",
     "homogeneous",
+    "isolated_kink",
     "layer_cuts",
     "matrix_corrections",
     "matrix_first_order_terms",
     "matrix_invariants",
+    "abs_matrix_invariants",
+    "abs_matrix_corrections",
     "mlp_preactivations",
     "neuron_groups",
     "neuron_invariants",
     "neuron_scales",
     "param_grads",
+    "push_from_zero_",
     "train_tracked",
     "weight_signs",
 ]
@@ -114,6 +119,7 @@ class NeuronGroup:
     outputs: tuple[Term, ...]
     conserved: bool = True
     why: str = ""
+    point: int | None = None  # the point of Theorem 1 whose pair (W_1, W_2) the group forms
 
 
 @dataclass(frozen=True)
@@ -195,6 +201,100 @@ def _lr_factor(lr: float | torch.Tensor, batch_dims: int, extra: int) -> float |
 # --------------------------------------------------------------------------------- models
 
 
+Stage = tuple  # ("conv", channels) | ("dense", width) | ("free", hidden, width)
+
+
+class MixedNet(nn.Module):
+    """A bias-free network of convolutions, dense layers and ResNetFree blocks, ending with a
+    linear output layer ``fin``: one model holds several of the adjacent pairs of Theorem 1.
+
+    ``stages`` is a sequence of ``("conv", channels)`` (3x3, padding 1, no pooling, so that with
+    ``activation='linear'`` the whole network is linear), ``("dense", width)`` and
+    ``("free", hidden, width)`` (a ResNetFree block ``act(U act(Y x) + Z x)`` with
+    ``Y: hidden x d``, ``U: width x hidden``, ``Z: width x d``). Convolutions come first; the
+    feature map is flattened channel-major before the first other stage. Every conv and dense
+    stage is followed by the activation. Inputs are images ``(n, c, s, s)``.
+    """
+
+    def __init__(self, in_channels: int, image_size: int, stages: Sequence[Stage],
+                 activation: str = "relu", init_scale: float = 1.0) -> None:
+        super().__init__()
+        kinds = [st[0] for st in stages]
+        if not stages or any(k not in ("conv", "dense", "free") for k in kinds):
+            raise ValueError(f"stages must be ('conv', c), ('dense', w) or ('free', h, w); got {stages}")
+        first_other = next((i for i, k in enumerate(kinds) if k != "conv"), len(kinds))
+        if "conv" in kinds[first_other:]:
+            raise ValueError("convolutions must come before every dense or ResNetFree stage")
+        self.kinds = kinds
+        layers: list[nn.Module] = []
+        c, size, d = in_channels, image_size, None
+        for st in stages:
+            if st[0] == "conv":
+                layers.append(nn.Conv2d(c, st[1], 3, padding=1, bias=False))
+                c = st[1]
+                continue
+            if d is None:
+                d = c * size * size
+            if st[0] == "dense":
+                layers.append(nn.Linear(d, st[1], bias=False))
+                d = st[1]
+            else:
+                layers.append(ResidualBlock(d, st[1], st[2], skip="free", bias=False,
+                                            activation=activation))
+                d = st[2]
+        if d is None:
+            d = c * size * size
+        self.stages = nn.ModuleList(layers)
+        self.fin = nn.Linear(d, 1, bias=False)
+        with torch.no_grad():
+            for p in self.parameters():
+                p.mul_(init_scale)
+        self.act = activation_module(activation)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        h = x
+        for kind, layer in zip(self.kinds, self.stages):
+            if kind != "conv" and h.dim() > 2:
+                h = h.flatten(1)
+            h = layer(h) if kind == "free" else self.act(layer(h))
+        return self.fin(h.flatten(1) if h.dim() > 2 else h)
+
+
+#: Theorem 1's point for a unit group, from the kind of the layer that feeds the units and the
+#: kind of the layer that reads them ("fin" is the output layer, a fully-connected layer).
+THEOREM1_POINT = {("conv", "conv"): 2, ("conv", "dense"): 5, ("conv", "fin"): 5,
+                  ("conv", "free"): 6, ("dense", "dense"): 1, ("dense", "fin"): 1,
+                  ("dense", "free"): 7, ("free", "free"): 4, ("free", "dense"): 7,
+                  ("free", "fin"): 7}
+
+
+def _mixed_groups(model: MixedNet) -> list[NeuronGroup]:
+    groups: list[NeuronGroup] = []
+    kinds = model.kinds
+    for i, (kind, layer) in enumerate(zip(kinds, model.stages)):
+        pre = f"stages.{i}."
+        nxt = kinds[i + 1] if i + 1 < len(kinds) else "fin"
+        if nxt == "fin":
+            outs = [Term("fin.weight", "col")]
+        elif nxt == "free":
+            outs = [Term(f"stages.{i + 1}.Y.weight", "col"), Term(f"stages.{i + 1}.Z.weight", "col")]
+        else:
+            outs = [Term(f"stages.{i + 1}.weight", "col")]
+        if kind == "free":
+            groups.append(NeuronGroup(f"block {i + 1} middle", layer.Y.out_features,
+                                      (Term(pre + "Y.weight", "row"),), (Term(pre + "U.weight", "col"),),
+                                      point=3))
+            ins = (Term(pre + "U.weight", "row"), Term(pre + "Z.weight", "row"))
+            units = layer.U.out_features
+        else:
+            ins = (Term(pre + "weight", "row"),)
+            units = layer.out_channels if kind == "conv" else layer.out_features
+        point = THEOREM1_POINT[(kind, nxt)]
+        reader = "fin" if nxt == "fin" else f"{nxt} {i + 2}"
+        groups.append(NeuronGroup(f"{kind} {i + 1} -> {reader}", units, ins, tuple(outs), point=point))
+    return groups
+
+
 def neuron_groups(model: nn.Module, count_bias: bool = True) -> list[NeuronGroup]:
     """The unit groups of one of the book's models (:class:`~implicit_bias.models.MLP`,
     :class:`~implicit_bias.models.ConvNet`, :class:`~implicit_bias.models.ResNetMLP`,
@@ -209,6 +309,9 @@ def neuron_groups(model: nn.Module, count_bias: bool = True) -> list[NeuronGroup
       the next block's ``Y`` columns and skip, or the last layer's columns). Units touching a
       fixed identity skip are returned with ``conserved=False``: the negative control.
     - ResidualBlock alone: its middle neurons.
+    - :class:`MixedNet`: every stage's output units (conv channels, dense neurons, block
+      outputs with in-weights ``[U Z]``) read by the next stage (its kernel slices, columns, or
+      ``[Y; Z]`` columns), and each block's middle neurons; ``point`` names Theorem 1's case.
 
     Biases not counted (``count_bias=False`` on a model with biases) give ``conserved=False``.
     """
@@ -229,6 +332,11 @@ def neuron_groups(model: nn.Module, count_bias: bool = True) -> list[NeuronGroup
         return NeuronGroup(name, units, tuple(inputs), tuple(outputs), ok, why)
 
     groups: list[NeuronGroup] = []
+    if isinstance(model, MixedNet):
+        out = _mixed_groups(model)
+        if not hom:
+            out = [group(g.name, g.units, g.inputs, g.outputs) for g in out]
+        return out
     if isinstance(model, MLP):
         n = len(model.layers)
         for i in range(n - 1):
@@ -336,6 +444,20 @@ def layer_cuts(model: nn.Module) -> list[Cut]:
     raise TypeError(f"layer_cuts does not know {type(model).__name__}")
 
 
+def push_from_zero_(model: nn.Module, floor: float) -> nn.Module:
+    """In place, every weight ``w -> sgn(w) (|w| + floor / sqrt(fan_in))`` (``fan_in`` = the
+    entries of one output unit's weights, e.g. ``in_channels * k * k`` for a kernel): the
+    construction used to start a run in a stable sign regime (Assumption 1), where no weight
+    is near zero. Returns the model."""
+    with torch.no_grad():
+        for name, w in model.named_parameters():
+            if w.dim() < 2:
+                continue
+            fan_in = w[0].numel()
+            w.copy_(torch.sign(w) * (w.abs() + floor / fan_in**0.5))
+    return model
+
+
 # --------------------------------------------------------------------------------- values
 
 
@@ -371,6 +493,25 @@ def matrix_invariants(params: Params, groups: Sequence[NeuronGroup],
     """Eq. (6): ``M = W_2^T W_2 - W_1 W_1^T`` per group, ``(*batch, units, units)``; its
     diagonal is ``-Q`` of :func:`neuron_invariants`."""
     return {g.name: _group_gram(params, params, g, batch_dims) for g in groups}
+
+
+def abs_matrix_invariants(params: Params, groups: Sequence[NeuronGroup],
+                          batch_dims: int = 0) -> dict[str, torch.Tensor]:
+    """The absolute-valued pair form: ``|W_2|^T |W_2| - |W_1| |W_1|^T`` per group, whose
+    ``(u, v)`` entry is ``sum_b |w_ub w_vb| - sum_a |w_au w_av|`` (the quantity whose derivative
+    the proof of Eq. (5) computes, App. C Eqs. 40-43, and the form of Lemma 8, Eq. 47)."""
+    a = {k: v.abs() for k, v in params.items()}
+    return {g.name: _group_gram(a, a, g, batch_dims) for g in groups}
+
+
+def abs_matrix_corrections(params: Params, grads: Params, groups: Sequence[NeuronGroup],
+                           lr: float | torch.Tensor, batch_dims: int = 0) -> dict[str, torch.Tensor]:
+    """Second-order change of :func:`abs_matrix_invariants` in one GD step when no weight
+    changes sign: ``lr^2 (S_2 G_2)^T (S_2 G_2) - lr^2 (S_1 G_1)(S_1 G_1)^T`` with ``S`` the signs
+    of the weights (``|w - lr g| = s w - lr s g`` while the sign ``s`` stays)."""
+    f = _lr_factor(lr, batch_dims, 2)
+    sg = {k: torch.sign(params[k]) * v for k, v in grads.items()}
+    return {g.name: f * f * _group_gram(sg, sg, g, batch_dims) for g in groups}
 
 
 def matrix_corrections(grads: Params, groups: Sequence[NeuronGroup], lr: float | torch.Tensor,
@@ -433,6 +574,32 @@ def mlp_preactivations(params: Params, X: torch.Tensor, depth: int,
     return out
 
 
+def isolated_kink(X: torch.Tensor, W: torch.Tensor) -> tuple[int, int, float]:
+    """A kink of a first layer ``W`` (units x d) that one sample crosses alone.
+
+    Moving row ``u`` to ``w_u - (z_ui / ||x_i||^2) x_i`` puts the pre-activation ``z_ui`` of
+    sample ``i`` exactly at 0; moving it further by ``delta`` along ``x_i / ||x_i||`` changes
+    ``z_uj`` by ``delta <x_j, x_i> / ||x_i||``. Returns ``(u, i, delta_star)`` for the active
+    pair (``z_ui > 0``) whose ``delta_star``, the smallest shift at which another sample of unit
+    ``u`` changes sides, is largest: for ``|delta| < delta_star`` only sample ``i`` crosses."""
+    Z = X @ W.T                                    # (n, units)
+    G = X @ X.T
+    sq = torch.diagonal(G)
+    best = (-1, -1, -1.0)
+    for u in range(W.shape[0]):
+        moved = Z[None, :, u] - Z[:, u, None] * G / sq[:, None]      # z'_uj after zeroing z_ui
+        speed = G.abs() / sq.sqrt()[:, None]                         # |<x_j, x_i>| / ||x_i||
+        dist = torch.where(speed > 0, moved.abs() / speed, torch.inf)
+        dist.fill_diagonal_(torch.inf)
+        reach = torch.where(Z[:, u] > 0, dist.min(1).values, -torch.inf)
+        i = int(torch.argmax(reach))
+        if float(reach[i]) > best[2]:
+            best = (u, i, float(reach[i]))
+    if best[0] < 0:
+        raise ValueError("no unit is active on any sample: there is no kink to cross")
+    return best
+
+
 def weight_signs(params: Params, batch_dims: int = 0) -> torch.Tensor:
     """Signs of every parameter entry, concatenated: ``(*batch, n_params)`` (Assumption 1)."""
     return torch.cat([torch.sign(p).flatten(batch_dims) for p in params.values()], -1)
@@ -465,6 +632,8 @@ class Tracked:
     cut_slack: torch.Tensor | None = None
     M: dict[str, torch.Tensor] = field(default_factory=dict)
     M_slack: dict[str, torch.Tensor] = field(default_factory=dict)
+    M_abs: dict[str, torch.Tensor] = field(default_factory=dict)
+    M_abs_slack: dict[str, torch.Tensor] = field(default_factory=dict)
     flips: dict[str, torch.Tensor] = field(default_factory=dict)
     first_change: dict[str, torch.Tensor] = field(default_factory=dict)
 
@@ -477,6 +646,12 @@ class Tracked:
         """``M(t) - M(0)`` (minus the Appendix F terms if ``corrected``): ``(R, E, u, u)``."""
         d = self.M[name] - self.M[name][0]
         return d - self.M_slack[name] if corrected else d
+
+    def abs_matrix_drift(self, name: str, corrected: bool = True) -> torch.Tensor:
+        """The same for the absolute-valued form (:func:`abs_matrix_invariants`); the correction
+        is exact only while no weight changes sign."""
+        d = self.M_abs[name] - self.M_abs[name][0]
+        return d - self.M_abs_slack[name] if corrected else d
 
     def cut_drift(self, corrected: bool = True) -> torch.Tensor:
         """Change of the adjacent-cut invariants ``||F_{k+1}||^2 - ||F_k||^2``: ``(R, E, n_cuts - 1)``."""
@@ -500,6 +675,7 @@ def train_tracked(
     groups: Sequence[NeuronGroup] | None = None,
     cuts: Sequence[Cut] | None = None,
     matrices: bool = False,
+    absolute: bool = False,
     monitors: Mapping[str, Callable[[dict[str, torch.Tensor]], torch.Tensor]] | None = None,
 ) -> Tracked:
     """Full-batch GD on every member of ``ens`` (in place), with exact invariant bookkeeping.
@@ -510,7 +686,8 @@ def train_tracked(
     gradient-flow time* ``T = lr_e * stop_after_e`` is one batched run. At every step the
     Appendix F terms ``lr^2 (||g_in||^2 - ||g_out||^2)`` (and their matrix and cut versions) are
     accumulated from the actual gradients. ``groups`` and ``cuts`` default to those of the
-    template (:func:`neuron_groups`, :func:`layer_cuts`). ``monitors`` map a name to
+    template (:func:`neuron_groups`, :func:`layer_cuts`). ``matrices`` also tracks the matrices of
+    Eq. (6) and ``absolute`` their absolute-valued form (both per group). ``monitors`` map a name to
     ``f(params) -> bool tensor (E, ...)`` evaluated every step; ``Tracked.flips`` counts the
     changes of each entry. Raises :class:`~implicit_bias.train.TrainingDiverged` on a
     non-finite loss.
@@ -548,6 +725,8 @@ def train_tracked(
     Q_slack = {g.name: zeros(v) for g, v in zip(groups, neuron_invariants(ens.params, groups, 1).values())}
     M_slack = ({g.name: zeros(v) for g, v in zip(groups, matrix_invariants(ens.params, groups, 1).values())}
                if matrices else {})
+    A_slack = ({g.name: zeros(v) for g, v in zip(groups, abs_matrix_invariants(ens.params, groups, 1).values())}
+               if absolute else {})
     cut_slack = torch.zeros(E, len(cuts), dtype=dtype, device=device) if cuts else None
     elapsed = torch.zeros(E, dtype=dtype, device=device)
     prev = {k: f(ens.params) for k, f in (monitors or {}).items()}
@@ -559,6 +738,8 @@ def train_tracked(
     recQs: dict[str, list] = {g.name: [] for g in groups}
     recM: dict[str, list] = {g.name: [] for g in groups} if matrices else {}
     recMs: dict[str, list] = {g.name: [] for g in groups} if matrices else {}
+    recA: dict[str, list] = {g.name: [] for g in groups} if absolute else {}
+    recAs: dict[str, list] = {g.name: [] for g in groups} if absolute else {}
     record_steps: list[int] = []
 
     def record(step: int) -> None:
@@ -571,6 +752,10 @@ def train_tracked(
             for name, v in matrix_invariants(ens.params, groups, 1).items():
                 recM[name].append(v.clone())
                 recMs[name].append(M_slack[name].clone())
+        if absolute:
+            for name, v in abs_matrix_invariants(ens.params, groups, 1).items():
+                recA[name].append(v.clone())
+                recAs[name].append(A_slack[name].clone())
         if cuts:
             rec["cuts"].append(cut_norms(ens.params, cuts, 1))
             rec["cut_slack"].append(cut_slack.clone())
@@ -589,6 +774,9 @@ def train_tracked(
             if matrices:
                 for name, v in matrix_corrections(grads, groups, eff, 1).items():
                     M_slack[name] += v
+            if absolute:
+                for name, v in abs_matrix_corrections(ens.params, grads, groups, eff, 1).items():
+                    A_slack[name] += v
             if cuts:
                 cut_slack += cut_corrections(grads, cuts, eff, 1)
             for name, p in ens.params.items():
@@ -613,6 +801,7 @@ def train_tracked(
         cuts=stack(rec["cuts"]) if cuts else None,
         cut_slack=stack(rec["cut_slack"]) if cuts else None,
         M={k: stack(v) for k, v in recM.items()}, M_slack={k: stack(v) for k, v in recMs.items()},
+        M_abs={k: stack(v) for k, v in recA.items()}, M_abs_slack={k: stack(v) for k, v in recAs.items()},
         flips={k: v.cpu() for k, v in flips.items()},
         first_change={k: v.cpu() for k, v in first_change.items()},
     )

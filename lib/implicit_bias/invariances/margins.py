@@ -52,6 +52,49 @@ def two_clusters(n_per_class: int = 20, p: tuple[float, float] = (1.0, 0.3),
     return X, y
 
 
+def random_two_clusters(seed: int, n_per_class: int = 20, angle: tuple[float, float] = (100.0, 170.0),
+                        radius: tuple[float, float] = (0.6, 1.0), noise: float = 0.05,
+                        dtype: torch.dtype = torch.float64) -> tuple[torch.Tensor, torch.Tensor, float]:
+    """A random instance of :func:`two_clusters`: the cluster centres ``p`` and ``q`` have
+    random norms in ``radius``, a random common rotation, and an angle between them drawn
+    uniformly in ``angle`` (degrees). Returns ``(X, y, angle_degrees)``; the same ``seed`` gives
+    the same data."""
+    import math
+
+    g = torch.Generator().manual_seed(seed)
+    u = torch.rand(4, generator=g, dtype=torch.float64).tolist()
+    theta = angle[0] + (angle[1] - angle[0]) * u[0]
+    phi = 2 * math.pi * u[1]
+    r1 = radius[0] + (radius[1] - radius[0]) * u[2]
+    r2 = radius[0] + (radius[1] - radius[0]) * u[3]
+    p = (r1 * math.cos(phi), r1 * math.sin(phi))
+    t = phi + math.radians(theta)
+    q = (r2 * math.cos(t), r2 * math.sin(t))
+    X, y = two_clusters(n_per_class, p=p, q=q, noise=noise, seed=seed, dtype=dtype)
+    return X, y, theta
+
+
+def width2_designed(activation: str = "relu", seed: int = 0, p: tuple[float, float] = (1.0, 0.3),
+                    q: tuple[float, float] = (-0.8, 0.75), scale: float = 0.3,
+                    noise: float = 0.05, negative_slope: float = 0.01) -> nn.Module:
+    """The width-2 counterexample network of the book, in float64: a bias-free
+    ``models.MLP(2, 1, width=2, depth=2)`` whose first-layer rows start at
+    ``scale * (p_hat, q_hat) + noise * xi`` (each neuron on its own cluster of
+    :func:`two_clusters`) and whose output weights start at ``(scale, -scale)``."""
+    from ..models import MLP
+
+    gen = torch.Generator().manual_seed(seed)
+    net = MLP(2, 1, width=2, depth=2, bias=False, activation=activation,
+              negative_slope=negative_slope).double()
+    rows = torch.tensor([p, q], dtype=torch.float64)
+    rows = rows / rows.norm(dim=1, keepdim=True)
+    with torch.no_grad():
+        net.layers[0].weight.copy_(scale * rows + noise * torch.randn(2, 2, generator=gen,
+                                                                      dtype=torch.float64))
+        net.layers[1].weight.copy_(torch.tensor([[scale, -scale]], dtype=torch.float64))
+    return net
+
+
 # --------------------------------------------------------------------------------------------
 # linear hard-margin problems
 # --------------------------------------------------------------------------------------------
@@ -102,7 +145,9 @@ def linear_max_margin(Z: torch.Tensor | np.ndarray, active_tol: float = 1e-6) ->
                    options={"ftol": 1e-15, "maxiter": 1000})
     u = res.x
     q = Z @ u
-    if not res.success or q.min() < 1.0 - 1e-6:
+    # SLSQP sometimes stops at the optimum with "positive directional derivative for
+    # linesearch": what matters is feasibility (checked here) and the KKT residual (returned)
+    if q.min() < 1.0 - 1e-6:
         raise ValueError("the points are not separable by a hyperplane through the origin "
                          f"(SLSQP: {res.message}; min constraint {q.min():.3g})")
     lam, resid = _kkt_multipliers(u, Z, q, active_tol)
@@ -142,7 +187,7 @@ class Width2KKT:
         return torch.cat([self.W.flatten(), self.a])
 
 
-def width2_kkt_point(X: torch.Tensor, y: torch.Tensor) -> Width2KKT:
+def width2_kkt_point(X: torch.Tensor, y: torch.Tensor, with_rank1: bool = True) -> Width2KKT:
     """The KKT point of the max-margin problem of a bias-free width-2 ReLU network in which
     each neuron is active on one class only (see :class:`Width2KKT`).
 
@@ -151,7 +196,8 @@ def width2_kkt_point(X: torch.Tensor, y: torch.Tensor) -> Width2KKT:
     ``-a_2 w_2.x_j >= 1`` (negatives, so ``a_2 < 0`` and ``w_2.x_j > 0``). For a fixed
     product ``u = a w`` the cost
     ``a^2 + ||w||^2`` is minimised by ``|a| = ||w|| = ||u||^{1/2}`` (AM-GM), with value
-    ``2 ||u||``; so each neuron solves a one-class hard-margin problem."""
+    ``2 ||u||``; so each neuron solves a one-class hard-margin problem. ``with_rank1=False``
+    skips the (planar-only) rank-1 comparison and reports ``rank1_norm_sq = nan``."""
     X = X.double()
     y = y.double()
     pos, neg = X[y > 0], X[y < 0]
@@ -170,8 +216,9 @@ def width2_kkt_point(X: torch.Tensor, y: torch.Tensor) -> Width2KKT:
     s = torch.linalg.svdvals(W)
     norm_sq = float((W**2).sum() + (a_t**2).sum())
     cross = float(torch.maximum((neg @ W[0]).max(), (pos @ W[1]).max()))
+    rank1 = rank1_min_norm_sq(X, y) if with_rank1 else float("nan")
     return Width2KKT(W, a_t, float(s[0] / s.norm()), norm_sq, 1.0 / norm_sq, cross,
-                     (up.margin, um.margin), lin.margin, rank1_min_norm_sq(X, y))
+                     (up.margin, um.margin), lin.margin, rank1)
 
 
 def rank1_min_norm_sq(X: torch.Tensor, y: torch.Tensor, grid: int = 20_000) -> float:
@@ -271,6 +318,54 @@ def solve_max_margin(margins: MarginFn, theta0: torch.Tensor, degree: int,
                    options={"ftol": 1e-14, "maxiter": maxiter})
     ok = bool(res.success) and float(fun(res.x).min()) > -1e-7
     return torch.from_numpy(res.x), ok
+
+
+def log_softplus_neg(m: torch.Tensor) -> torch.Tensor:
+    """``log(log(1 + exp(-m)))``, accurate for margins ``m`` of any size (for ``m > 30``,
+    ``log1p(exp(-m)) = exp(-m) (1 - exp(-m) / 2 + ...)`` and the logarithm is
+    ``-m - exp(-m) / 2`` to float64 precision). Gradients are finite everywhere."""
+    big = m > 30.0
+    safe = torch.where(big, torch.zeros_like(m), m)  # keeps the unused branch finite
+    small_branch = torch.log(torch.nn.functional.softplus(-safe))
+    return torch.where(big, -m - 0.5 * torch.exp(-m), small_branch)
+
+
+def log_risk(out: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
+    """``log R = log(mean_i log(1 + exp(-y_i f(x_i))))``, the logarithm of the logistic risk,
+    stable for margins far beyond float64's ``exp(-745)``.
+
+    Plain gradient descent on ``log R`` with step ``eta`` is loss-scaled gradient descent on
+    ``R`` (step ``eta / R(w)``, since ``grad log R = grad R / R``): a time change of gradient
+    flow on ``R`` with ``dt = eta / R``. Use it as the ``loss`` of
+    :func:`~implicit_bias.ensembles.train_ensemble` to train many networks to large margins at
+    once."""
+    m = y * out.reshape(y.shape)
+    return torch.logsumexp(log_softplus_neg(m), dim=-1) - torch.log(
+        torch.tensor(float(m.shape[-1]), dtype=m.dtype, device=m.device))
+
+
+def homogeneous_log_risk(degree: int) -> Callable[[torch.Tensor, torch.Tensor], torch.Tensor]:
+    """A loss for long runs of a positively ``degree``-homogeneous network on separable data:
+    ``phi(R) = -(-log R)^(2/degree)`` (for ``R < 1``; ``+(log R)^(2/degree)`` above 1, and
+    ``|log R|`` floored at ``1e-3`` so the derivative stays finite near ``R = 1``).
+
+    ``phi`` is an increasing function of the logistic risk ``R``, so gradient flow on ``phi`` is
+    gradient flow on ``R`` run with another clock (``dt_R = phi'(R) dt``). Once the data are
+    fitted, ``-log R ~ gamma ||theta||^degree`` and ``||grad phi|| ~ ||theta||``: gradient descent
+    on ``phi`` takes steps of a constant *relative* size, so ``||theta||`` grows geometrically
+    with the number of steps and the run reaches the late regime of the theory (margins of
+    thousands) in a few hundred steps. For ``degree = 2`` this is :func:`log_risk` up to the
+    sign and the power."""
+    if degree < 1:
+        raise ValueError(f"degree must be >= 1, got {degree}")
+    power = 2.0 / degree
+
+    def loss(out: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
+        lr_ = log_risk(out, y)
+        mag = lr_.abs().clamp(min=1e-3)
+        return torch.sign(lr_) * mag**power
+
+    return loss
 
 
 def normalized_margin(q: torch.Tensor, theta_norm: torch.Tensor, degree: int) -> torch.Tensor:

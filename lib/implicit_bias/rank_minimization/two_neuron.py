@@ -336,14 +336,17 @@ def ideal_stable_rank(theta: torch.Tensor | float) -> torch.Tensor:
     return 2.0 / (1.0 + torch.cos(torch.as_tensor(theta, dtype=torch.float64)).abs())
 
 
-def closed_form_limit(W0: torch.Tensor, X: torch.Tensor, Y: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+def closed_form_limit(W0: torch.Tensor, X: torch.Tensor, Y: torch.Tensor,
+                      balance: bool = True) -> tuple[torch.Tensor, torch.Tensor]:
     """Gradient-flow limit for ``V(0) = 0`` and neurons starting in the interiors of ``S1`` and
     ``S2`` (one each, either order), from Lemmas 7, 9 and 13.
 
     For neuron ``i`` active on input ``j`` only, with ``p = w_i(0).x_j`` (unit ``x_j``):
     ``w_i(inf) = w_i(0) + (s - p) x_j`` and ``v_i(inf) = y_j / s`` with
     ``s^2 = (p^2 + sqrt(p^4 + 4)) / 2`` (balancedness ``||w||^2 - ||v||^2 = ||w(0)||^2`` plus
-    ``s ||v|| = ||y_j|| = 1``). Entries of runs that are not split are NaN.
+    ``s ||v|| = ||y_j|| = 1``). Entries of runs that are not split are NaN. ``balance=False``
+    drops Lemma 9's correction (``s = 1``: each neuron ends with ``w.x_j = 1``), a cruder
+    limit used as a negative control.
     """
     R = W0.shape[0]
     Xb, Yb = _expand(X, R), _expand(Y, R)
@@ -352,7 +355,7 @@ def closed_form_limit(W0: torch.Tensor, X: torch.Tensor, Y: torch.Tensor) -> tup
     xj = torch.gather(Xb.transpose(1, 2), 1, j.unsqueeze(-1).expand(R, 2, 2))   # (R, neuron, 2)
     yj = torch.gather(Yb.transpose(1, 2), 1, j.unsqueeze(-1).expand(R, 2, 2))
     p = (W0 * xj).sum(-1)
-    s = torch.sqrt((p**2 + torch.sqrt(p**4 + 4)) / 2)
+    s = torch.sqrt((p**2 + torch.sqrt(p**4 + 4)) / 2) if balance else torch.ones_like(p)
     W = W0 + (s - p).unsqueeze(-1) * xj
     V = (yj / s.unsqueeze(-1)).transpose(1, 2)
     bad = ~is_split(codes)
@@ -427,6 +430,19 @@ def lemma6_angle_interval(theta: torch.Tensor | float, r0: torch.Tensor | float)
     t = torch.as_tensor(theta, dtype=torch.float64)
     r = torch.as_tensor(r0, dtype=torch.float64)
     return math.pi - t, t + 2 * torch.arcsin(2 * r / math.sqrt(3))
+
+
+def lemma6_norm_interval(theta: torch.Tensor | float,
+                         w0_norm: torch.Tensor | float) -> tuple[torch.Tensor, torch.Tensor]:
+    """Lemma 6: a zero-loss limit with rows in ``int S1 x int S2`` has
+    ``||w_i(inf)|| in (sqrt(3)/2, sqrt(1/4 + 4 / (3 c_i^2)))`` with
+    ``c_i = cos max(arcsin(2 ||w_i(0)|| / sqrt 3), theta - pi/2)``. ``w0_norm`` holds
+    ``||w_i(0)||`` (any shape whose leading axes match ``theta``'s, e.g. ``(R, 2)``)."""
+    t = torch.as_tensor(theta, dtype=torch.float64)
+    r = torch.as_tensor(w0_norm, dtype=torch.float64)
+    t = t.reshape(t.shape + (1,) * (r.dim() - t.dim()))
+    c = torch.cos(torch.maximum(torch.arcsin(2 * r / math.sqrt(3)), t - math.pi / 2))
+    return torch.full_like(c, math.sqrt(3) / 2), torch.sqrt(0.25 + 4 / (3 * c**2))
 
 
 def event_E(W: torch.Tensor, converged: torch.Tensor, theta: torch.Tensor | float) -> torch.Tensor:

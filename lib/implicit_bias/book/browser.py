@@ -1,0 +1,252 @@
+"""Looking at the built site (and at JupyterLab) the way a reader does: headless Chromium driven
+over the DevTools protocol, for the layout checks of the test suite and the screenshots of the
+how-to-run page.
+
+Chromium is not a Python package: install it with the system's package manager (Debian:
+``apt-get install chromium``) or point ``$CHROMIUM`` at a Chrome/Chromium binary.
+:func:`find_chromium` returns None when there is none, and the tests that need it skip, saying so.
+
+    with serve(html_folder) as base, Chromium() as browser:
+        browser.open(base + "/chapters/invariances/01_conserved_quantities.html")
+        problems = browser.evaluate(LAYOUT_CHECK_JS)
+        browser.screenshot(Path("page.png"))
+"""
+
+from __future__ import annotations
+
+import base64
+import contextlib
+import functools
+import http.server
+import itertools
+import json
+import os
+import shutil
+import subprocess
+import tempfile
+import threading
+import time
+import urllib.request
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+# the flags of a quiet, offline, headless Chromium (no sandbox: it may run as root in CI)
+CHROMIUM_FLAGS = ("--headless=new", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+                  "--disable-background-networking", "--disable-component-update", "--disable-sync",
+                  "--remote-allow-origins=*", "--disable-dev-shm-usage")  # scrollbars shown, as a reader sees them
+
+
+def find_chromium() -> str | None:
+    """A Chromium or Chrome binary: ``$CHROMIUM``, else the usual names on the PATH."""
+    env = os.environ.get("CHROMIUM")
+    if env and Path(env).exists():
+        return env
+    for name in ("chromium", "chromium-browser", "google-chrome", "google-chrome-stable"):
+        found = shutil.which(name)
+        if found:
+            return found
+    return None
+
+
+@contextlib.contextmanager
+def serve(folder: Path) -> Iterator[str]:
+    """Serve ``folder`` over HTTP on localhost (a free port) while the block runs; yields the base URL."""
+    handler = functools.partial(_QuietHandler, directory=str(folder))
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield f"http://127.0.0.1:{server.server_address[1]}"
+    finally:
+        server.shutdown()
+        server.server_close()
+
+
+class _QuietHandler(http.server.SimpleHTTPRequestHandler):
+    def log_message(self, format: str, *args: Any) -> None:  # noqa: A002 - the base class's name
+        pass
+
+
+class BrowserError(RuntimeError):
+    pass
+
+
+class Chromium:
+    """A headless Chromium with one page, driven over the DevTools protocol (a websocket)."""
+
+    def __init__(self, width: int = 1280, height: int = 900, binary: str | None = None,
+                 timeout: float = 60.0) -> None:
+        self.width, self.height, self.timeout = width, height, timeout
+        self.binary = binary or find_chromium()
+        if self.binary is None:
+            raise BrowserError("no Chromium found: install it (Debian: apt-get install chromium) "
+                               "or set $CHROMIUM to a Chrome/Chromium binary")
+        self._ids = itertools.count(1)
+        self._proc: subprocess.Popen | None = None
+        self._ws: Any = None
+        self._profile: tempfile.TemporaryDirectory | None = None
+
+    def __enter__(self) -> Chromium:
+        import websocket
+
+        self._profile = tempfile.TemporaryDirectory(prefix="chromium-", ignore_cleanup_errors=True)
+        profile = Path(self._profile.name)
+        self._proc = subprocess.Popen(
+            [self.binary, *CHROMIUM_FLAGS, f"--user-data-dir={profile}", "--remote-debugging-port=0",
+             f"--window-size={self.width},{self.height}", "about:blank"],
+            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        port_file = profile / "DevToolsActivePort"
+        deadline = time.monotonic() + self.timeout
+        while not (port_file.exists() and port_file.read_text().strip()):
+            if self._proc.poll() is not None or time.monotonic() > deadline:
+                self.__exit__(None, None, None)
+                raise BrowserError("Chromium did not start (no DevToolsActivePort)")
+            time.sleep(0.1)
+        port = int(port_file.read_text().split()[0])
+        with urllib.request.urlopen(f"http://127.0.0.1:{port}/json/list", timeout=10) as r:
+            pages = [t for t in json.load(r) if t.get("type") == "page"]
+        self._ws = websocket.create_connection(pages[0]["webSocketDebuggerUrl"], timeout=self.timeout,
+                                               suppress_origin=True)
+        self.call("Page.enable")
+        self.call("Emulation.setDeviceMetricsOverride",
+                  width=self.width, height=self.height, deviceScaleFactor=1, mobile=False)
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        if self._ws is not None:
+            with contextlib.suppress(Exception):
+                self._ws.close()
+        if self._proc is not None and self._proc.poll() is None:
+            self._proc.terminate()
+            try:
+                self._proc.wait(10)
+            except subprocess.TimeoutExpired:
+                self._proc.kill()
+                self._proc.wait(10)
+        if self._profile is not None:
+            self._profile.cleanup()
+
+    def call(self, method: str, **params: Any) -> dict[str, Any]:
+        """Send one DevTools command and return its result (events in between are skipped)."""
+        msg_id = next(self._ids)
+        self._ws.send(json.dumps({"id": msg_id, "method": method, "params": params}))
+        while True:
+            reply = json.loads(self._ws.recv())
+            if reply.get("id") == msg_id:
+                if "error" in reply:
+                    raise BrowserError(f"{method}: {reply['error']}")
+                return reply.get("result", {})
+
+    def evaluate(self, expression: str) -> Any:
+        """The value of a JavaScript expression in the page (promises are awaited)."""
+        result = self.call("Runtime.evaluate", expression=expression, returnByValue=True,
+                           awaitPromise=True)
+        if "exceptionDetails" in result:
+            raise BrowserError(f"JavaScript error: {result['exceptionDetails'].get('text')}: "
+                               f"{result['exceptionDetails'].get('exception', {}).get('description', '')}")
+        return result.get("result", {}).get("value")
+
+    def wait_for(self, expression: str, timeout: float | None = None, poll: float = 0.25) -> Any:
+        """Evaluate ``expression`` until it is truthy; its value (raises after ``timeout`` s)."""
+        deadline = time.monotonic() + (timeout or self.timeout)
+        while True:
+            value = self.evaluate(expression)
+            if value:
+                return value
+            if time.monotonic() > deadline:
+                raise BrowserError(f"timed out waiting for {expression!r}")
+            time.sleep(poll)
+
+    def open(self, url: str) -> None:
+        """Load ``url`` and wait until the page and its math (MathJax) are rendered."""
+        # mark the page being left, so that its own "complete" state is not mistaken for the new one's
+        self.evaluate("window.__leaving = true")
+        self.call("Page.navigate", url=url)
+        self.wait_for("!window.__leaving && document.readyState === 'complete' && !!document.body")
+        self.evaluate("(window.MathJax && MathJax.startup && MathJax.startup.promise)"
+                      " ? MathJax.startup.promise.then(() => true) : true")
+
+    def screenshot(self, path: Path, full_page: bool = False) -> Path:
+        """Save a PNG of the viewport (or of the whole page)."""
+        params: dict[str, Any] = {"format": "png"}
+        if full_page:
+            size = self.evaluate("[document.documentElement.scrollWidth, document.documentElement.scrollHeight]")
+            params |= {"captureBeyondViewport": True,
+                       "clip": {"x": 0, "y": 0, "width": size[0], "height": size[1], "scale": 1}}
+        data = self.call("Page.captureScreenshot", **params)["data"]
+        path = Path(path)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_bytes(base64.b64decode(data))
+        return path
+
+
+# What a reader sees. For every element that holds content wider than some box around it (a long
+# display equation, a wide table, a long code line or output), the nearest such box must scroll
+# (overflow-x auto or scroll) and show its scrollbar: content cut off by a box that hides its
+# overflow, a scroll container without a visible scrollbar, or content spilling out of the page's
+# main column, is a problem. Returns [{what, where, problem, content, box}], empty when fine.
+LAYOUT_CHECK_JS = r"""
+(() => {
+  const problems = [];
+  const main = document.querySelector('main') || document.querySelector('article') || document.body;
+  const mainRight = main.getBoundingClientRect().right;
+  const targets = [
+    ['ledger', '.claims-ledger'],
+    ['display math', 'mjx-container[display="true"]'],
+    ['display math', 'div.math'],
+    ['code', 'div.highlight pre'],
+    ['output', 'div.output pre, div.cell_output pre'],
+    ['table', 'main table'],
+  ];
+  const label = (el) => {
+    const sec = el.closest('section[id]');
+    return (sec ? '#' + sec.id : '') + ' ' + (el.textContent || '').trim().slice(0, 60);
+  };
+  for (const [what, selector] of targets) {
+    for (const el of document.querySelectorAll(selector)) {
+      if (!el.offsetParent && el.tagName !== 'MJX-CONTAINER') continue;  // hidden
+      const width = el.scrollWidth;
+      let box = el, verdict = null;
+      while (box && box !== document.documentElement) {
+        const style = getComputedStyle(box);
+        const narrower = box.clientWidth + 1 < width && box.clientWidth > 0;
+        if (narrower && ['auto', 'scroll'].includes(style.overflowX)) { verdict = 'scrolls'; break; }
+        if (narrower && ['hidden', 'clip'].includes(style.overflowX)) { verdict = 'clipped'; break; }
+        if (box === main) break;
+        box = box.parentElement;
+      }
+      if (verdict === 'scrolls' && box.offsetHeight - box.clientHeight < 3) {
+        problems.push({what, where: label(el), problem: 'scrolls without a visible scrollbar',
+                       content: Math.round(width), box: box.clientWidth});
+      } else if (verdict === 'clipped') {
+        problems.push({what, where: label(el), problem: 'clipped by a box that hides its overflow',
+                       content: Math.round(width), box: box.clientWidth});
+      } else if (verdict === null && el.getBoundingClientRect().right > mainRight + 2) {
+        problems.push({what, where: label(el), problem: 'spills out of the main column',
+                       content: Math.round(width), box: Math.round(main.clientWidth)});
+      }
+    }
+  }
+  return problems;
+})()
+"""
+
+# The ledgers as a reader sees them: per ledger, its header, the number of rows, whether every row
+# shows a bearing and a statement, and whether the verdict column is visible without scrolling.
+LEDGER_CHECK_JS = r"""
+(() => Array.from(document.querySelectorAll('table.claims-table')).map((t) => {
+  const wrap = t.closest('.claims-ledger') || t.parentElement;
+  const head = Array.from(t.querySelectorAll('thead th')).map((th) => th.textContent.trim());
+  const rows = Array.from(t.querySelectorAll('tbody tr'));
+  const last = t.querySelector('thead th:last-child');
+  return {
+    head,
+    rows: rows.length,
+    bearings: rows.filter((r) => r.querySelector('.bearing') && r.querySelector('.bearing').textContent.trim()).length,
+    statements: rows.filter((r) => r.cells[0] && r.cells[0].textContent.trim().length > 10).length,
+    verdictVisible: last ? last.getBoundingClientRect().right <= wrap.getBoundingClientRect().right + 1 : false,
+    fits: wrap.scrollWidth <= wrap.clientWidth + 1,
+  };
+}))()
+"""

@@ -1,0 +1,176 @@
+"""The site as a reader meets it: a strict build of the committed notebooks (built once for this
+file), its cross-references, figure numbers and reference list, and, in headless Chromium, its
+ledgers, display equations, code and outputs (nothing clipped; what is wider than the column
+scrolls with a visible scrollbar). The browser tests skip when no Chromium is installed."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+
+from implicit_bias import book
+from implicit_bias.book import browser, checks, site
+
+WIDTHS = (1280, 760)  # a laptop, and a narrow window (a tablet)
+
+
+@pytest.fixture(scope="module")
+def html(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The site built strictly from the committed notebooks, as ``make book`` stages it."""
+    tmp = tmp_path_factory.mktemp("site")
+    stage = tmp / "src"
+    book.stage_source(stage)
+    site.use_local_mathjax(stage)  # served by the site when make vendored it
+    rc = book.jupyter_book_build(stage, tmp / "site")
+    assert rc == 0, "strict build failed: run python -m implicit_bias.book build --verbose"
+    return tmp / "site" / "_build" / "html"
+
+
+def pages(html: Path) -> list[str]:
+    return sorted(str(p.relative_to(html)) for p in html.rglob("*.html")
+                  if not {"_static", "_sources", "_modules"} & set(p.relative_to(html).parts)
+                  and p.name not in ("genindex.html", "search.html"))
+
+
+@pytest.mark.slow
+def test_site_builds_strictly_from_committed_notebooks(html: Path):
+    """The site builds with warnings as errors, with theorem boxes, figures and the report."""
+    assert (html / "index.html").exists()
+    texts = {p: (html / p).read_text() for p in pages(html)}
+    assert any("proof" in t and "admonition" in t for t in texts.values()), "no theorem boxes rendered"
+    assert any("<img" in t for k, t in texts.items() if k.startswith("chapters")), "no figures"
+    assert "claims hold" in texts["book/reproduction.html"]
+    for name, text in texts.items():
+        assert "# NBVAL_" not in text, f"{name} shows an nbval marker"
+
+
+@pytest.mark.slow
+def test_no_cross_reference_reads_as_a_bare_lemma(html: Path):
+    bare = checks.bare_references(html)
+    assert not bare, "cross-references with neither a number nor a name:\n" + "\n".join(
+        f"  {page}: {texts}" for page, texts in bare.items())
+
+
+def test_bare_reference_check_finds_them(tmp_path: Path):
+    """Negative control: the check flags what sphinx-proof writes for a reference to an unnumbered
+    box, and not a link to a section that happens to be called "Notation"."""
+    (tmp_path / "p.html").write_text(
+        '<p>neither does <a class="reference internal" href="#x"><span class="std std-ref">Lemma </span></a>, '
+        'nor <a class="reference internal" href="#y">Fig. </a>; see '
+        '<a class="reference internal" href="#z">Lemma 9</a> and '
+        '<a class="reference internal" href="#notation">Notation</a></p>')
+    assert checks.bare_references(tmp_path) == {"p.html": ["Lemma ", "Fig. "]}
+
+
+def test_reference_text_of_unnumbered_boxes():
+    from implicit_bias.book.sphinx_ext import reference_text
+
+    assert reference_text("lemma", " (Lemma 9 of {cite:t}`le2022training`)") == "Lemma 9"
+    assert reference_text("theorem", " (Matrix-wise invariances (Theorem 1 of {cite:t}`le2022training`))") == "Theorem 1"
+    assert reference_text("definition", " (Optimal constant solution (Sec. 3.1 of {cite:t}`kang2024extrapolate`))") \
+        == "Definition (Optimal constant solution)"
+    assert reference_text("remark", "") == "Remark"
+
+
+@pytest.mark.slow
+def test_figures_are_numbered_per_page(html: Path):
+    assert not checks.misnumbered_figures(html), checks.misnumbered_figures(html)
+    assert any(checks.figure_numbers((html / p).read_text()) for p in pages(html)), "no numbered figure"
+
+
+def test_figure_number_check_finds_a_running_count(tmp_path: Path):
+    (tmp_path / "p.html").write_text('<span class="caption-number">Fig. 20 </span><span class="caption-number">Fig. 21 </span>')
+    assert checks.misnumbered_figures(tmp_path) == {"p.html": [20, 21]}
+
+
+@pytest.mark.slow
+def test_reference_list_is_author_year_like_the_citations(html: Path):
+    labels = checks.reference_labels((html / "book" / "references.html").read_text())
+    assert labels, "no bibliography entries found"
+    assert all(re.fullmatch(r".+, (\d{4}[a-z]?|n\.d\.)", label) for label in labels), labels
+    assert "Le and Jegelka, 2022" in labels
+    # the text cites the same way: "Le and Jegelka [2022]", linked to the entry labelled as above
+    intro = (html / "book" / "intro.html").read_text()
+    assert re.search(r'Le and Jegelka \[<a class="reference internal" href="references.html#', intro)
+
+
+chromium = pytest.mark.skipif(browser.find_chromium() is None,
+                              reason="no Chromium: apt-get install chromium (or set $CHROMIUM)")
+
+
+@pytest.mark.slow
+@chromium
+def test_pages_show_everything_in_chromium(html: Path):
+    """Every page at two widths: nothing clipped, wide content scrolls with a visible scrollbar,
+    every ledger shows its bearing column and statements with the verdict column in view."""
+    if site.vendored_mathjax() is None:
+        pytest.skip("MathJax is not vendored (make vendor-mathjax): equations would not render offline")
+    problems, ledgers = [], 0
+    with browser.serve(html) as base:
+        for width in WIDTHS:
+            with browser.Chromium(width=width, height=900) as chrome:
+                for page in pages(html):
+                    chrome.open(f"{base}/{page}")
+                    for p in chrome.evaluate(browser.LAYOUT_CHECK_JS):
+                        problems.append(f"{width}px {page}: {p['what']} {p['problem']} "
+                                        f"({p['content']} px in {p['box']} px): {p['where']}")
+                    for led in chrome.evaluate(browser.LEDGER_CHECK_JS):
+                        ledgers += 1
+                        assert "bears on" in led["head"] and "verdict" in led["head"], (page, led)
+                        assert led["rows"] > 0 and led["bearings"] == led["rows"], (page, led)
+                        assert led["statements"] == led["rows"], (page, led)
+                        assert led["verdictVisible"], f"{width}px {page}: the verdict column is out of view"
+    assert not problems, "\n".join(problems)
+    assert ledgers >= len(book.all_chapters()), "a chapter page shows no ledger"
+
+
+@pytest.mark.slow
+@chromium
+def test_layout_check_finds_clipped_equations(html: Path):
+    """Negative control: the same page with its display math forced to hide overflow is flagged."""
+    if site.vendored_mathjax() is None:
+        pytest.skip("MathJax is not vendored (make vendor-mathjax): equations would not render offline")
+    with browser.serve(html) as base, browser.Chromium(width=WIDTHS[1], height=900) as chrome:
+        chrome.open(f"{base}/book/notation.html")
+        assert chrome.evaluate(browser.LAYOUT_CHECK_JS) == []
+        chrome.evaluate("""(() => { const s = document.createElement('style');
+            s.textContent = 'mjx-container[display="true"], div.math { overflow-x: hidden !important; }';
+            document.head.appendChild(s); return 1; })()""")
+        flagged = chrome.evaluate(browser.LAYOUT_CHECK_JS)
+        assert any(p["what"] == "display math" and "clipped" in p["problem"] for p in flagged)
+        chrome.evaluate("""(() => { const s = document.createElement('style');
+            s.textContent = 'mjx-container[display="true"], div.math { overflow-x: auto !important; scrollbar-width: none; }'
+              + ' mjx-container[display="true"]::-webkit-scrollbar, div.math::-webkit-scrollbar { display: none; height: 0; }';
+            document.head.appendChild(s); return 1; })()""")
+        hidden = chrome.evaluate(browser.LAYOUT_CHECK_JS)
+        assert any("without a visible scrollbar" in p["problem"] for p in hidden), hidden
+
+
+def test_build_uses_the_vendored_mathjax_when_there_is_one(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                          capsys: pytest.CaptureFixture):
+    """``build`` (the fast build of a tree it must not modify) serves the vendored MathJax through a
+    copy of the configuration, and says so when it falls back to the CDN."""
+    import yaml
+
+    from implicit_bias.book import cli
+
+    source = tmp_path / "src"
+    source.mkdir()
+    (source / "_config.yml").write_text((book.ROOT / "_config.yml").read_text())
+    monkeypatch.setattr(site, "ROOT", tmp_path)
+    monkeypatch.setattr(cli, "ROOT", tmp_path)
+    assert site.config_with_local_mathjax(source, tmp_path / "cfg.yml") is None
+    monkeypatch.setattr(cli, "jupyter_book_build", lambda *a, **k: 0)
+    assert cli.main(["build", "--source", str(source)]) == 0
+    assert "MathJax is loaded from its CDN" in capsys.readouterr().out
+    vendor = tmp_path / site.VENDORED_MATHJAX
+    vendor.mkdir(parents=True)
+    (vendor / "tex-mml-chtml.js").write_text("// MathJax")
+    cfg = site.config_with_local_mathjax(source, tmp_path / "cfg.yml")
+    conf = yaml.safe_load(cfg.read_text())["sphinx"]["config"]
+    assert conf["mathjax_path"] == site.MATHJAX_PATH
+    assert Path(conf["html_extra_path"][0]) == vendor.parent
+    assert cli.main(["build", "--source", str(source)]) == 0
+    assert "MathJax served by the site itself" in capsys.readouterr().out
