@@ -89,7 +89,7 @@ P, dev = start_chapter(PROFILES, profile=profile, seed=seed, device=device)
 ledger = Ledger("saddle_to_saddle/04_saddle_to_saddle_training")
 if profile == "full" and dev.type == "cpu":
     print("warning: profile 'full' trains two networks of width 1000 for 1.9 million steps each; on a CPU this "
-          "takes days (on one GPU about 15-30 minutes per depth). Finished segments are cached, so the run "
+          "takes days; it is meant for a GPU (its GPU time has not been measured). Finished segments are cached, so the run "
           "can be stopped and resumed.")
 
 if P["data"] == "digits":
