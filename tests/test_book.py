@@ -179,3 +179,11 @@ def test_seed_sweep_parts_can_be_swept_on_different_seeds():
     assert "seeds 0-4" in page and "1 chapter(s) were swept on fewer seeds" in page
     assert "| `c` | 1 / 1 | - |" in page and "| `d` | 4 / 5 | 3 |" in page
     assert "**1 of 2 claims hold on every seed**" in page
+
+
+def test_every_part_has_an_items_file():
+    """Every folder of chapters has its scorecard data (book/items/<part>.yml), so that no claim
+    escapes the items/bearing check above."""
+    parts = sorted(p.name for p in (ROOT / "chapters").iterdir() if p.is_dir() and any(p.glob("*.py")))
+    missing = [p for p in parts if not (ROOT / scorecards.ITEMS_FOLDER / f"{p}.yml").exists()]
+    assert parts and not missing, f"parts without book/items/<part>.yml: {missing}"
