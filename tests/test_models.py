@@ -225,3 +225,73 @@ def test_weight_matrices_carry_gradients() -> None:
     loss.backward()
     assert all(layer.weight.grad is not None for layer in net.layers)
     assert isinstance(models.activation_module("leaky", 0.2), nn.LeakyReLU)
+
+
+# --- layer-by-layer access to MLPs (used by the bottleneck part) -------------------------------
+
+def test_mlp_trace_matches_the_module_and_lists_every_layer() -> None:
+    torch.manual_seed(3)
+    net = models.MLP(5, 3, width=[4, 6], depth=3).double()
+    W, b = models.mlp_weights_biases(net)
+    X = torch.randn(8, 5, dtype=torch.float64)
+    tr = models.mlp_trace(W, b, X)
+    assert torch.allclose(tr.output, net(X))
+    assert [p.shape for p in tr.pre] == [(8, 4), (8, 6), (8, 3)]
+    assert [p.shape for p in tr.post] == [(8, 5), (8, 4), (8, 6)]
+    assert torch.equal(tr.post[0], X)
+    for pre, post, pat in zip(tr.pre[:-1], tr.post[1:], tr.patterns):
+        assert torch.equal(post, torch.relu(pre))
+        assert torch.equal(pat, (pre >= 0).double())
+    leaky = models.MLP(5, 3, width=4, depth=2, activation="leaky", negative_slope=0.2).double()
+    Wl, bl = models.mlp_weights_biases(leaky)
+    assert torch.allclose(models.mlp_trace(Wl, bl, X, negative_slope=0.2).output, leaky(X))
+
+
+def test_mlp_weights_biases_from_an_ensemble_keeps_the_member_axis() -> None:
+    from implicit_bias import ensembles
+    ens = ensembles.Ensemble.build(lambda s: models.MLP(3, 2, 4, 3).double(), seeds=[0, 1])
+    W, b = models.mlp_weights_biases(ens.params)
+    assert [w.shape for w in W] == [(2, 4, 3), (2, 4, 4), (2, 2, 4)]
+    X = torch.randn(5, 3, dtype=torch.float64)
+    assert torch.allclose(models.mlp_trace(W, b, X).output, ens(X))
+    assert torch.allclose(models.param_sqnorm(ens.params, batch_dims=1),
+                          torch.stack([models.param_sqnorm(ens.member(i)) for i in range(2)]))
+    nobias = models.MLP(3, 2, 4, 2, bias=False)
+    _, zeros = models.mlp_weights_biases(nobias)
+    assert all(torch.equal(z, torch.zeros_like(z)) for z in zeros)
+    with pytest.raises(ValueError, match="no MLP layers"):
+        models.mlp_weights_biases(models.ConvNet(1, 8, 3))
+
+
+def test_param_sqnorm_counts_biases() -> None:
+    net = models.MLP(2, 1, width=3, depth=2)
+    with torch.no_grad():
+        for p in net.parameters():
+            p.fill_(1.0)
+    assert models.param_sqnorm(net).item() == pytest.approx(6 + 3 + 3 + 1)   # W1, b1, W2, b2
+
+
+def test_balancedness_residual_on_a_rescaled_balanced_network() -> None:
+    # a balanced two-layer net: incoming ||W_1[i]||^2 + b_1[i]^2 = outgoing ||W_2[:, i]||^2
+    W1 = torch.tensor([[1.0, 0.0], [0.0, 2.0]], dtype=torch.float64)
+    b1 = torch.tensor([0.0, 0.0], dtype=torch.float64)
+    W2 = torch.tensor([[1.0, 2.0]], dtype=torch.float64)
+    r = models.balancedness_residual([W1, W2], [b1, torch.zeros(1, dtype=torch.float64)])
+    assert torch.allclose(r[0], torch.zeros(2, dtype=torch.float64))
+    # rescaling neuron 1 (row of W_1 by 2, column of W_2 by 1/2) keeps the function, breaks balance
+    W1s, W2s = W1.clone(), W2.clone()
+    W1s[0] *= 2
+    W2s[:, 0] /= 2
+    r = models.balancedness_residual([W1s, W2s], [b1, torch.zeros(1, dtype=torch.float64)])
+    assert torch.allclose(r[0], torch.tensor([4 - 0.25, 0.0], dtype=torch.float64))
+
+
+def test_mlp_from_weights_round_trip() -> None:
+    torch.manual_seed(4)
+    W = [torch.randn(4, 3, dtype=torch.float64), torch.randn(5, 4, dtype=torch.float64), torch.randn(2, 5, dtype=torch.float64)]
+    b = [torch.randn(4, dtype=torch.float64), torch.randn(5, dtype=torch.float64), torch.randn(2, dtype=torch.float64)]
+    net = models.mlp_from_weights(W, b)
+    X = torch.randn(6, 3, dtype=torch.float64)
+    assert torch.allclose(net(X), models.mlp_trace(W, b, X).output)
+    with pytest.raises(ValueError, match="columns"):
+        models.mlp_from_weights([W[0], W[0]])

@@ -254,3 +254,109 @@ def test_layer_table() -> None:
     for r in rows:
         assert r["rho"] == pytest.approx(r["stable_rank"] ** -0.5)
         assert r["spectral_norm"] <= r["frobenius_norm"] + 1e-12
+
+
+# --- measures of the bottleneck part (thresholded rank, Schatten power, log-pdet, d_k, NTK) ---
+
+def test_thresholded_rank_three_conventions() -> None:
+    W = with_singular_values(6, 5, [3.0, 0.5, 0.05], seed=1)
+    assert spectra.thresholded_rank(W, 0.1, "abs").item() == 2           # 3, 0.5 > 0.1
+    assert spectra.thresholded_rank(W, 0.1, "rel").item() == 2           # > 0.3: 3, 0.5
+    assert spectra.thresholded_rank(W, 0.2, "rel").item() == 1           # > 0.6: 3 only
+    assert spectra.thresholded_rank(W, 0.1, "rel").item() == spectra.numerical_rank(W, 0.1).item()
+    # scaled: s_i / sqrt(n) with n = 6 rows: 1.22, 0.20, 0.02
+    assert spectra.thresholded_rank(W, 0.1, "scaled").item() == 2
+    assert spectra.thresholded_rank(W, 0.1, "scaled", n_samples=100).item() == 1
+    with pytest.raises(ValueError, match="unknown mode"):
+        spectra.thresholded_rank(W, 0.1, "absolute")
+
+
+def test_schatten_power_known_values() -> None:
+    W = with_singular_values(5, 4, [4.0, 1.0, 0.25], seed=2)                    # rank 3: s_4 = 0
+    assert spectra.schatten_power(W, 2.0).item() == pytest.approx(16 + 1 + 1 / 16)   # ||W||_F^2
+    assert spectra.schatten_power(W, 1.0).item() == pytest.approx(5.25)             # nuclear norm
+    assert spectra.schatten_power(W, 0.5).item() == pytest.approx(2 + 1 + 0.5)
+    # p -> 0: L * ||W||_{2/L}^{2/L} - L * rank -> 2 log|W|_+ (the expansion of Section 3)
+    L = 1e6
+    val = L * spectra.schatten_power(W, 2 / L).item() - 3 * L
+    assert val == pytest.approx(2 * math.log(4 * 1 * 0.25), abs=1e-4)
+    with pytest.raises(ValueError):
+        spectra.schatten_power(W, 0.0)
+
+
+def test_log_pseudo_determinant_and_truncation() -> None:
+    W = with_singular_values(5, 5, [2.0, 3.0, 0.5], seed=3)
+    assert spectra.log_pseudo_determinant(W).item() == pytest.approx(math.log(3.0))
+    assert spectra.log_pseudo_determinant(W, k=1).item() == pytest.approx(math.log(3.0))
+    assert spectra.log_pseudo_determinant(W, k=2).item() == pytest.approx(math.log(6.0))
+    assert spectra.log_pseudo_determinant(W, k=4).item() < math.log(6.0) - 30   # s_4 = 0 up to rounding
+    assert torch.exp(spectra.log_pseudo_determinant(W)).item() == pytest.approx(spectra.pseudo_determinant(W).item())
+    D2 = torch.diag(torch.tensor([3.0, 4.0], dtype=D))
+    assert spectra.log_pseudo_determinant(D2).item() == pytest.approx(math.log(12.0))
+
+
+def test_pseudo_log_gram() -> None:
+    A = with_singular_values(6, 4, [math.e, 1.0, math.exp(-1)], seed=4)
+    G = spectra.pseudo_log_gram(A)
+    # eigenvalues 2 log s_i = 2, 0, -2 on Im A^T and 0 on the kernel
+    ev = torch.linalg.eigvalsh(G)
+    assert torch.allclose(ev.sort().values, torch.tensor([-2.0, 0.0, 0.0, 2.0], dtype=D), atol=1e-12)
+    assert (G.norm() ** 2).item() == pytest.approx(8.0)                     # 4 sum (log s)^2
+    assert torch.allclose(G, G.T)
+
+
+def test_partial_isometry_distance() -> None:
+    Q = with_singular_values(6, 5, [1.0, 1.0], seed=5)                       # a rank-2 partial isometry
+    assert spectra.partial_isometry_distance(Q, 2).item() == pytest.approx(0.0, abs=1e-24)
+    assert spectra.partial_isometry_distance(Q, 1).item() == pytest.approx(1.0)
+    W = with_singular_values(6, 5, [1.5, 0.8, 0.3], seed=6)
+    assert spectra.partial_isometry_distance(W, 2).item() == pytest.approx(0.25 + 0.04 + 0.09)
+    # it is the distance to the nearest partial isometry, and no rank-2 partial isometry is closer
+    P = spectra.nearest_partial_isometry(W, 2)
+    assert ((W - P).norm() ** 2).item() == pytest.approx(spectra.partial_isometry_distance(W, 2).item())
+    g = torch.Generator().manual_seed(0)
+    for _ in range(20):
+        U, _ = torch.linalg.qr(torch.randn(6, 2, generator=g, dtype=D))
+        V, _ = torch.linalg.qr(torch.randn(5, 2, generator=g, dtype=D))
+        assert ((W - U @ V.T).norm() ** 2).item() >= spectra.partial_isometry_distance(W, 2).item() - 1e-12
+
+
+def test_ntk_trace_and_operator_norm_match_the_full_kernel() -> None:
+    torch.manual_seed(0)
+    net = models.MLP(4, 3, width=[5, 6], depth=3).double()
+    X = torch.randn(7, 4, dtype=D)
+    K = spectra.empirical_ntk(net, X)                                         # (n, n, out, out)
+    assert torch.allclose(spectra.ntk_trace(net, X), torch.einsum("iiaa->i", K))
+    gram = K.permute(0, 2, 1, 3).reshape(21, 21)
+    top = torch.linalg.eigvalsh(gram)[-1].item()
+    value = spectra.ntk_operator_norm(net, X, iters=500, rtol=1e-12, generator=torch.Generator().manual_seed(1))
+    assert value == pytest.approx(top, rel=1e-6)
+    # a linear model has Theta(x, x') = (x^T x' + 1) I: top eigenvalue of (X X^T + 1)
+    lin = models.MLP(4, 2, depth=1).double()
+    lin_top = torch.linalg.eigvalsh(X @ X.T + 1)[-1].item()
+    assert spectra.ntk_operator_norm(lin, X, iters=500, rtol=1e-12) == pytest.approx(lin_top, rel=1e-6)
+
+
+def test_hessian_top_eigenvalue_matches_the_dense_hessian() -> None:
+    torch.manual_seed(1)
+    net = models.MLP(3, 2, width=4, depth=2).double()
+    X, Y = torch.randn(6, 3, dtype=D), torch.randn(6, 2, dtype=D)
+    loss = lambda f: 0.5 * (f(X) - Y).pow(2).sum(1).mean()
+    params = {k: v.detach() for k, v in net.named_parameters()}
+    flat = torch.cat([p.reshape(-1) for p in params.values()])
+    shapes = [(k, p.shape, p.numel()) for k, p in params.items()]
+
+    def unflat(v):
+        out, i = {}, 0
+        for k, s, n in shapes:
+            out[k] = v[i : i + n].reshape(s)
+            i += n
+        return out
+
+    from torch.func import functional_call as fc
+    H = torch.autograd.functional.hessian(lambda v: loss(lambda Z: fc(net, unflat(v), (Z,))) + 0.05 * v.pow(2).sum(), flat)
+    ev = torch.linalg.eigvalsh(H)
+    top = ev[ev.abs().argmax()].item()
+    value = spectra.hessian_top_eigenvalue(net, loss, weight_decay=0.1, iters=2000, rtol=1e-12,
+                                           generator=torch.Generator().manual_seed(0))
+    assert value == pytest.approx(top, rel=1e-5)

@@ -27,6 +27,7 @@ imports another part, and the toolkit never imports a part; ``tests/test_layout.
 - :mod:`invariances`        Le & Jegelka: conserved quantities, paths, margins and alignment
 - :mod:`rank_minimization`  Timor, Vardi & Shamir: the two-neuron simulator, deep constructions
 - :mod:`extrapolation`      Kang et al.: the optimal constant solution, theory, selective decisions
+- :mod:`bottleneck`         Jacot: Jacobian and NTK closed forms, finite-depth bounds, constructions, depth sweeps
 """
 
 __version__ = "0.1.0"

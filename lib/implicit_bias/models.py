@@ -295,3 +295,116 @@ def weight_matrices(model: nn.Module) -> list[torch.Tensor]:
 def num_parameters(model: nn.Module) -> int:
     """Number of scalar parameters."""
     return sum(p.numel() for p in model.parameters())
+
+
+# --- Layer-by-layer access to MLPs (pre-activations, activations, patterns, norms) ------------
+# Functional form used by the bottleneck part (Jacot 2023) and usable by any part: an MLP is the
+# lists ``weights = [W_1, ..., W_L]`` (shapes ``(..., d_l, d_{l-1})``) and ``biases = [b_1, ...,
+# b_L]`` (shapes ``(..., d_l)``), with optional leading batch dimensions (an ensemble axis).
+
+from dataclasses import dataclass  # noqa: E402
+from collections.abc import Mapping  # noqa: E402
+
+
+@dataclass
+class MLPTrace:
+    """What an MLP computes on inputs ``X``, layer by layer (notation of Jacot 2023):
+
+    - ``pre[l-1]`` = pre-activation ``W_l a_{l-1} + b_l`` of layer ``l = 1..L`` (``pre[-1]`` is
+      the output ``f(X)``);
+    - ``post[l]`` = activation ``a_l = sigma(pre_l)`` for ``l = 0..L-1`` (``post[0] = X``);
+    - ``patterns[l-1]`` = ``sigma'(pre_l)`` for hidden layers ``l = 1..L-1``: the diagonal of
+      ``D_l(x)``, entries 1 (active) or the negative slope (0 for ReLU).
+
+    Each tensor is ``(..., n, d_l)``: samples as rows.
+    """
+
+    pre: list[torch.Tensor]
+    post: list[torch.Tensor]
+    patterns: list[torch.Tensor]
+
+    @property
+    def output(self) -> torch.Tensor:
+        return self.pre[-1]
+
+
+def mlp_weights_biases(source: nn.Module | Mapping[str, torch.Tensor]) -> tuple[list[torch.Tensor], list[torch.Tensor]]:
+    """``(weights, biases)`` of an :class:`MLP`, or of a mapping of its parameters such as the
+    stacked ``Ensemble.params`` (then every tensor keeps the leading ensemble axis). Missing
+    biases are returned as zeros so that every function here can assume them."""
+    params = dict(source.named_parameters()) if isinstance(source, nn.Module) else dict(source)
+    weights, biases = [], []
+    i = 0
+    while f"layers.{i}.weight" in params:
+        W = params[f"layers.{i}.weight"]
+        weights.append(W)
+        b = params.get(f"layers.{i}.bias")
+        biases.append(torch.zeros(W.shape[:-1], dtype=W.dtype, device=W.device) if b is None else b)
+        i += 1
+    if not weights:
+        raise ValueError("no MLP layers found (expected parameters named 'layers.<i>.weight')")
+    return weights, biases
+
+
+def mlp_trace(weights: Sequence[torch.Tensor], biases: Sequence[torch.Tensor], X: torch.Tensor,
+              negative_slope: float = 0.0) -> MLPTrace:
+    """Run an MLP given as lists (see :func:`mlp_weights_biases`) with the leaky ReLU of slope
+    ``negative_slope`` (0: ReLU, 1: linear) on inputs ``X`` ``(n, d_0)`` or ``(..., n, d_0)``,
+    and return every pre-activation, activation and activation pattern (:class:`MLPTrace`)."""
+    if len(weights) != len(biases):
+        raise ValueError(f"{len(weights)} weight matrices but {len(biases)} bias vectors")
+    pre, post, patterns = [], [X], []
+    h = X
+    for l, (W, b) in enumerate(zip(weights, biases)):
+        z = h @ W.transpose(-1, -2) + b.unsqueeze(-2)
+        pre.append(z)
+        if l < len(weights) - 1:
+            d = torch.where(z >= 0, torch.ones_like(z), torch.full_like(z, negative_slope))
+            patterns.append(d)
+            h = d * z
+            post.append(h)
+    return MLPTrace(pre, post, patterns)
+
+
+def param_sqnorm(source: nn.Module | Mapping[str, torch.Tensor] | Sequence[torch.Tensor],
+                 batch_dims: int = 0) -> torch.Tensor:
+    """``||theta||^2 = sum_l ||W_l||_F^2 + ||b_l||^2``: the squared norm of every parameter,
+    biases included. ``source`` is a module, a mapping of parameters, or a list of tensors; the
+    first ``batch_dims`` dimensions (e.g. an ensemble axis) are kept."""
+    if isinstance(source, nn.Module):
+        tensors = list(source.parameters())
+    elif isinstance(source, Mapping):
+        tensors = list(source.values())
+    else:
+        tensors = list(source)
+    return sum(t.pow(2).flatten(batch_dims).sum(-1) for t in tensors)
+
+
+def balancedness_residual(weights: Sequence[torch.Tensor], biases: Sequence[torch.Tensor]) -> list[torch.Tensor]:
+    """Per hidden neuron ``i`` of layer ``l = 1..L-1``: ``||W_{l,i.}||^2 + b_{l,i}^2 -
+    ||W_{l+1,.i}||^2`` (incoming minus outgoing squared weight). Critical points of
+    ``C(f_theta) + lambda ||theta||^2`` with a homogeneous activation have all of them 0; summed
+    over ``i`` it gives ``||W_l||_F^2 + ||b_l||^2 - ||W_{l+1}||_F^2``."""
+    out = []
+    for l in range(len(weights) - 1):
+        incoming = weights[l].pow(2).sum(-1) + biases[l].pow(2)
+        outgoing = weights[l + 1].pow(2).sum(-2)
+        out.append(incoming - outgoing)
+    return out
+
+
+def mlp_from_weights(weights: Sequence[torch.Tensor], biases: Sequence[torch.Tensor] | None = None,
+                     activation: Activation = "relu", negative_slope: float = 0.01) -> MLP:
+    """An :class:`MLP` whose layers hold the given matrices (and biases; zeros if ``None``), for
+    explicit constructions. The dtype follows the weights."""
+    dims = [weights[0].shape[1]] + [W.shape[0] for W in weights]
+    for l in range(1, len(weights)):
+        if weights[l].shape[1] != weights[l - 1].shape[0]:
+            raise ValueError(f"W_{l + 1} has {weights[l].shape[1]} columns but W_{l} has {weights[l - 1].shape[0]} rows")
+    net = MLP(dims[0], dims[-1], width=dims[1:-1], depth=len(weights), bias=True, activation=activation,
+              negative_slope=negative_slope).to(weights[0].dtype)
+    with torch.no_grad():
+        for l, layer in enumerate(net.layers):
+            layer.weight.copy_(weights[l])
+            layer.bias.copy_(biases[l] if biases is not None else torch.zeros(weights[l].shape[0]))
+    return net
