@@ -295,3 +295,41 @@ def test_mlp_from_weights_round_trip() -> None:
     assert torch.allclose(net(X), models.mlp_trace(W, b, X).output)
     with pytest.raises(ValueError, match="columns"):
         models.mlp_from_weights([W[0], W[0]])
+
+# --- bias-free traces (saddle-to-saddle part) ------------------------------------------------
+
+def test_gaussian_weights_shapes_and_std() -> None:
+    g = torch.Generator().manual_seed(0)
+    Ws = models.gaussian_weights([3, 200, 100, 2], std=0.5, batch_shape=(4,), generator=g)
+    assert [tuple(W.shape) for W in Ws] == [(4, 200, 3), (4, 100, 200), (4, 2, 100)]
+    assert abs(float(Ws[1].std()) - 0.5) < 0.01
+    with pytest.raises(ValueError, match="at least an input"):
+        models.gaussian_weights([3])
+    with pytest.raises(ValueError, match="positive"):
+        models.gaussian_weights([3, 0, 1])
+
+
+def test_layer_activations_match_the_mlp_and_by_hand() -> None:
+    torch.manual_seed(0)
+    net = models.MLP(4, 3, width=[5, 6], depth=3, bias=False).double()
+    X = torch.randn(7, 4, dtype=torch.float64)
+    pre, post = models.layer_activations(net, X)
+    W1, W2, W3 = models.weight_matrices(net)
+    Z1 = X @ W1.T
+    Z2 = torch.relu(Z1) @ W2.T
+    Z3 = torch.relu(Z2) @ W3.T
+    for a, b in zip(pre, [Z1, Z2, Z3]):
+        assert torch.allclose(a, b)
+    assert torch.allclose(post[0], torch.relu(Z1)) and torch.allclose(post[-1], Z3)
+    assert torch.allclose(post[-1], net(X))
+    # a list of stacked weights gives every network's trace at once
+    stacked = [torch.stack([W, 2 * W]) for W in (W1, W2, W3)]
+    pre_s, _ = models.layer_activations(stacked, X)
+    assert torch.allclose(pre_s[-1][0], Z3) and torch.allclose(pre_s[-1][1], 8 * Z3)
+
+
+def test_layer_activations_rejects_biases_and_bad_shapes() -> None:
+    with pytest.raises(ValueError, match="bias-free"):
+        models.layer_activations(models.MLP(4, 3, 5, 2, bias=True), torch.randn(2, 4))
+    with pytest.raises(ValueError, match="expects inputs of size 4"):
+        models.layer_activations([torch.randn(5, 4)], torch.randn(2, 3))

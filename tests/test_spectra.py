@@ -360,3 +360,24 @@ def test_hessian_top_eigenvalue_matches_the_dense_hessian() -> None:
     value = spectra.hessian_top_eigenvalue(net, loss, weight_decay=0.1, iters=2000, rtol=1e-12,
                                            generator=torch.Generator().manual_seed(0))
     assert value == pytest.approx(top, rel=1e-5)
+
+# --- tail energy (saddle-to-saddle part) --------------------------------------------------------
+
+def test_tail_energy_known_matrices() -> None:
+    D = torch.float64
+    assert float(spectra.tail_energy(torch.diag(torch.tensor([3.0, 4.0], dtype=D)))) == pytest.approx(9 / 25)
+    u, v = torch.randn(5, dtype=D), torch.randn(3, dtype=D)
+    assert float(spectra.tail_energy(torch.outer(u, v))) == pytest.approx(0.0, abs=1e-12)
+    assert float(spectra.tail_energy(torch.eye(4, dtype=D))) == pytest.approx(0.75)
+    W = torch.randn(6, 4, dtype=D)
+    assert float(spectra.tail_energy(W)) == pytest.approx(1 - 1 / float(spectra.stable_rank(W)))
+    batch = torch.randn(3, 6, 4, dtype=D)
+    assert torch.allclose(spectra.tail_energy(batch), torch.stack([spectra.tail_energy(b) for b in batch]))
+
+
+def test_top_singular_values() -> None:
+    W = torch.diag(torch.tensor([1.0, 5.0, 3.0]))
+    assert spectra.top_singular_values(W, 2).tolist() == [5.0, 3.0]
+    assert spectra.top_singular_values(W, 10).tolist() == [5.0, 3.0, 1.0]
+    with pytest.raises(ValueError):
+        spectra.top_singular_values(W, 0)

@@ -249,3 +249,136 @@ def test_accuracy() -> None:
     assert train.accuracy(Fixed(scores), X, torch.tensor([1.0, -1.0, -1.0, 1.0])) == pytest.approx(0.5)
     assert train.accuracy(Fixed(scores[:, 0]), X, torch.tensor([1.0, -1.0, 1.0, -1.0])) == 1.0
     assert math.isclose(train.accuracy(Fixed(scores), X, torch.ones(4)), 0.5)
+
+
+# --- norm-adaptive training, log-spaced recording, plateau detector (saddle-to-saddle part) ---
+
+def test_log_spaced_steps() -> None:
+    steps = train.log_spaced_steps(10_000, 20)
+    assert steps[0] == 0 and steps[-1] == 10_000 and steps == sorted(set(steps))
+    assert len(steps) <= 20 and steps[1] == 1
+    gaps = [b - a for a, b in zip(steps[1:], steps[2:])]
+    assert gaps[-1] > 10 * gaps[0]                      # denser early
+    assert train.log_spaced_steps(1, 5) == [0, 1]
+    with pytest.raises(ValueError):
+        train.log_spaced_steps(100, 1)
+
+
+def test_scheduled_recorder_records_at_the_given_steps() -> None:
+    X, y = blobs()
+    model = models.MLP(5, 3, 8, 2)
+    rec = train.ScheduledRecorder([0, 3, 7], {"norms": train.layer_norms_metric})
+    hist = train.train(model, X, y, steps=10, lr=0.01, recorder=rec, progress=False)
+    assert hist.record_steps == [0, 3, 7, 10]
+
+
+def _stacked(seed: int = 0, R: int = 3, dims=(5, 7, 6, 3), std: float = 0.3) -> list[torch.Tensor]:
+    return models.gaussian_weights(list(dims), std, (R,), generator=torch.Generator().manual_seed(seed))
+
+
+def test_norm_adaptive_rate_formula() -> None:
+    Ws = _stacked()
+    sq = sum(W.pow(2).flatten(1).sum(1) for W in Ws)
+    L = len(Ws)
+    assert torch.allclose(train.norm_adaptive_rate(Ws, 10.0), 10.0 * sq.sqrt() ** (2 - L))
+    assert torch.allclose(train.norm_adaptive_rate(Ws, 2.0, radius=math.sqrt(L)),
+                          2.0 * (sq / L).sqrt() ** (2 - L))
+
+
+@pytest.mark.parametrize("loss", ["ce", "half_mse"])
+def test_train_norm_adaptive_step_matches_autograd(loss: str) -> None:
+    """One full-batch step of the hand-written backward equals gradient descent with autograd,
+    for every stacked network, with the norm-adaptive step."""
+    X, y = blobs(n=30)
+    X = X.double()
+    Ws = _stacked(R=2)
+    if loss == "half_mse":
+        y = torch.nn.functional.one_hot(y, 3).double()
+    expected = []
+    for r in range(2):
+        Wr = [W[r].clone().requires_grad_(True) for W in Ws]
+        h = X
+        for i, W in enumerate(Wr):
+            h = h @ W.T
+            if i < 2:
+                h = torch.relu(h)
+        value = train.loss_function(loss)(h, y)
+        grads = torch.autograd.grad(value, Wr)
+        rate = 0.5 * float(sum(W.detach().pow(2).sum() for W in Wr)) ** ((2 - 3) / 2)
+        expected.append([W.detach() - rate * g for W, g in zip(Wr, grads)])
+    hist = train.train_norm_adaptive(Ws, X, y, loss=loss, steps=1, eta0=0.5, progress=False)
+    for r in range(2):
+        for W, E in zip(Ws, expected[r]):
+            assert torch.allclose(W[r], E, rtol=1e-12, atol=1e-14)
+    assert hist.loss.shape == (2, 2) and hist.rate.shape == (2, 2)
+
+
+def test_train_norm_adaptive_minibatches_records_and_reproducibility() -> None:
+    X, y = blobs(n=60)
+    runs = []
+    for _ in range(2):
+        Ws = _stacked(seed=1, std=0.5)
+        hist = train.train_norm_adaptive(
+            Ws, X.double(), y, steps=20, eta0=0.5, batch_size=8,
+            generator=torch.Generator().manual_seed(3), record_steps=[0, 5], step_offset=0,
+            metrics={"norm": lambda W: sum(w.pow(2).flatten(1).sum(1) for w in W)}, progress=False)
+        runs.append((Ws, hist))
+    (W_a, h_a), (W_b, h_b) = runs
+    assert all(torch.equal(a, b) for a, b in zip(W_a, W_b))
+    assert h_a.record_steps == [0, 5, 20] and h_a.stacked("norm").shape == (3, 3)
+    # a run split in two segments records on one global schedule
+    hist = train.train_norm_adaptive(_stacked(), X.double(), y, steps=5, eta0=0.1,
+                                     record_steps=[12], step_offset=10, metrics={"n": lambda W: 0.0},
+                                     progress=False)
+    assert hist.record_steps == [12, 15]
+
+
+def test_train_norm_adaptive_bad_input_and_divergence() -> None:
+    X, y = blobs(n=30)
+    Ws = _stacked()
+    with pytest.raises(ValueError, match="stacked"):
+        train.train_norm_adaptive([Ws[0][0]], X.double(), y, steps=1)
+    with pytest.raises(ValueError, match="requires_grad"):
+        train.train_norm_adaptive([W.requires_grad_(True) for W in _stacked()], X.double(), y, steps=1)
+    with pytest.raises(train.TrainingDiverged, match=r"run \d+ has loss .* at step \d+ \(step size"):
+        # depth 2: the step is eta0 whatever the norm, and a huge one overflows
+        train.train_norm_adaptive(_stacked(dims=(5, 7, 3)), X.double(), torch.nn.functional.one_hot(y, 3).double(),
+                                  loss="half_mse", steps=50, eta0=1e3, check_every=1, progress=False)
+
+
+def _staircase(T: int = 2000) -> tuple[torch.Tensor, torch.Tensor]:
+    t = torch.arange(T + 1, dtype=torch.float64)
+    step = lambda c, w: torch.sigmoid((t - c) / w)
+    return t, 2.3 - 0.8 * step(500, 15) - 1.0 * step(1300, 15)
+
+
+def test_detect_plateaus_on_a_staircase() -> None:
+    t, loss = _staircase()
+    p = train.detect_plateaus(t, loss)
+    assert p.n_saddles == 2
+    (a0, b0), (a1, b1) = p.saddles
+    assert a0 == 0 and 400 < b0 < 500 and 500 < a1 < 700 and 1150 < b1 < 1300
+    assert p.levels[0] == pytest.approx(2.3, abs=0.01) and p.levels[1] == pytest.approx(1.5, abs=0.02)
+    assert 500 < p.escapes[0] < 700 and p.drop_share > 0.9
+    # noise that the smoothing absorbs does not change the answer
+    g = torch.Generator().manual_seed(0)
+    noisy = loss + 0.005 * torch.randn(loss.shape, generator=g, dtype=torch.float64)
+    assert train.detect_plateaus(t, noisy).n_saddles == 2
+
+
+def test_detect_plateaus_finds_no_saddle_in_smooth_decays() -> None:
+    t = torch.linspace(0, 1, 1001, dtype=torch.float64)
+    for rate in (1.0, 5.0, 20.0):
+        assert train.detect_plateaus(t, 2.3 * torch.exp(-rate * t)).n_saddles == 0
+    assert train.detect_plateaus(t, 2.3 - 2.0 * t).n_saddles == 0
+    flat = train.detect_plateaus(t, torch.full_like(t, 2.3))
+    assert flat.n_saddles == 0 and len(flat.plateaus) == 1
+
+
+def test_detect_plateaus_bad_input() -> None:
+    with pytest.raises(ValueError, match="increasing"):
+        train.detect_plateaus([0, 2, 1], [3.0, 2.0, 1.0])
+    with pytest.raises(ValueError, match="at least 3"):
+        train.detect_plateaus([0, 1], [1.0, 0.5])
+    with pytest.raises(ValueError, match="non-finite"):
+        train.detect_plateaus([0, 1, 2], [1.0, float("nan"), 0.5])

@@ -408,3 +408,63 @@ def mlp_from_weights(weights: Sequence[torch.Tensor], biases: Sequence[torch.Ten
             layer.weight.copy_(weights[l])
             layer.bias.copy_(biases[l] if biases is not None else torch.zeros(weights[l].shape[0]))
     return net
+
+# --------------------------------------------------------------------------------------------
+# Bias-free networks as lists of (possibly stacked) weight matrices: every layer's pre- and
+# post-activations on a probe set (added with the saddle-to-saddle part).
+# --------------------------------------------------------------------------------------------
+
+
+def gaussian_weights(dims: Sequence[int], std: float = 1.0, batch_shape: Sequence[int] = (),
+                     generator: torch.Generator | None = None, dtype: torch.dtype = torch.float64,
+                     device: torch.device | str = "cpu") -> list[torch.Tensor]:
+    """Weight matrices ``W_l`` of shape ``(*batch_shape, dims[l], dims[l-1])`` with i.i.d.
+    ``N(0, std^2)`` entries, for a bias-free network with layer sizes ``dims = (d_0, ..., d_L)``.
+
+    A non-empty ``batch_shape`` stacks independent networks (restarts, seeds) along leading axes.
+    """
+    if len(dims) < 2:
+        raise ValueError(f"need at least an input and an output size, got dims={list(dims)}")
+    if any(int(d) < 1 for d in dims):
+        raise ValueError(f"layer sizes must be positive, got dims={list(dims)}")
+    return [std * torch.randn(*batch_shape, int(b), int(a), generator=generator, dtype=dtype,
+                              device=device)
+            for a, b in zip(dims[:-1], dims[1:])]
+
+
+def layer_activations(net: nn.Module | Sequence[torch.Tensor], X: torch.Tensor,
+                      activation: Activation = "relu"
+                      ) -> tuple[list[torch.Tensor], list[torch.Tensor]]:
+    """Every layer's pre-activations ``Z_l`` and post-activations ``sigma(Z_l)`` on the probe
+    inputs ``X`` (rows are samples), for a bias-free network.
+
+    ``net`` is a bias-free :class:`MLP` or the list of its weight matrices ``W_1..W_L`` (shape
+    ``(out, in)``, optionally with leading batch axes, e.g. ``(R, out, in)`` for ``R`` stacked
+    networks; ``X`` is then ``(n, d_0)`` shared or ``(R, n, d_0)``). Returns two lists of length
+    ``L``: ``pre[l-1] = Z_l = sigma(Z_{l-1}) W_l^T`` of shape ``(..., n, d_l)`` and
+    ``post[l-1] = sigma(Z_l)``, except that the last layer is linear: ``post[-1] = pre[-1]`` is the
+    output. (The saddle-to-saddle paper stores samples as columns: its ``Z_l`` is our transpose.)
+    """
+    if isinstance(net, nn.Module):
+        if any(name.endswith("bias") for name, _ in net.named_parameters()):
+            raise ValueError("layer_activations needs a bias-free network (build it with bias=False)")
+        if not isinstance(net, MLP):
+            raise ValueError(f"layer_activations takes an MLP or a list of weights, got {type(net).__name__}")
+        weights = weight_matrices(net)
+        act = net.act                       # the module's own activation
+    else:
+        weights = list(net)
+        act = activation_module(activation)
+    if not weights:
+        raise ValueError("need at least one weight matrix")
+    h = X.flatten(1) if isinstance(net, nn.Module) and X.dim() > 2 else X
+    pre: list[torch.Tensor] = []
+    post: list[torch.Tensor] = []
+    for i, W in enumerate(weights):
+        if h.shape[-1] != W.shape[-1]:
+            raise ValueError(f"layer {i + 1} expects inputs of size {W.shape[-1]}, got {h.shape[-1]}")
+        z = h @ W.transpose(-1, -2)
+        pre.append(z)
+        h = act(z) if i < len(weights) - 1 else z
+        post.append(h)
+    return pre, post

@@ -291,3 +291,22 @@ def hessian_top_eigenvalue(model: nn.Module, loss: Callable[[torch.Tensor], torc
             return new
         value = new
     return value
+
+# --------------------------------------------------------------------------------------------
+# Tail energy and top singular values (added with the saddle-to-saddle part).
+# --------------------------------------------------------------------------------------------
+
+
+def tail_energy(W: torch.Tensor) -> torch.Tensor:
+    """``tau(W) = sum_{i>=2} s_i^2 / sum_i s_i^2 = 1 - ||W||_2^2 / ||W||_F^2 = 1 - 1/srank(W)``:
+    the share of the squared Frobenius norm outside the top singular direction, in
+    ``[0, 1 - 1/rank W]``; 0 exactly when ``W`` has rank 1. Zero matrices give NaN."""
+    s = singular_values(W)
+    return 1.0 - s[..., 0] ** 2 / (s**2).sum(-1)
+
+
+def top_singular_values(W: torch.Tensor, k: int = 10) -> torch.Tensor:
+    """The ``k`` largest singular values (fewer if the matrix has fewer), batched."""
+    if k < 1:
+        raise ValueError(f"k must be >= 1, got {k}")
+    return singular_values(W)[..., :k]

@@ -1,0 +1,605 @@
+# ---
+# jupyter:
+#   jupytext:
+#     formats: ipynb,py:percent
+#     text_representation:
+#       extension: .py
+#       format_name: percent
+#   kernelspec:
+#     display_name: Python 3 (ipykernel)
+#     language: python
+#     name: python3
+# ---
+
+# %% [markdown]
+# # The structure of optimal escape directions
+#
+# The main result of {cite:t}`bantzis2025saddle` (Theorem 3.1) is that the deeper layers of an
+# optimal escape direction are close to rank one and close to linear, with a bound that decays
+# like $\ell^{-1/2}$ in the layer index $\ell$. Its proof combines three results of independent
+# interest: the optimal speed does not decrease with depth (Proposition 3.2), nearly rank-one
+# non-negative inputs make every layer nearly rank one (Proposition 3.3), and any fast enough
+# escape has many nearly rank-one layers (Proposition 3.4). This page computes optimal escape
+# directions with the solver of {doc}`01_escape_directions` for three kinds of data (Example 1 of
+# {doc}`02_rank_two_escape`, digits, and synthetic nearly rank-one data), measures the quantities
+# the results bound, evaluates the bounds, and checks the constructions.
+#
+# ```{admonition} What to take away
+# - The optima have the structure the paper describes, more sharply than its bounds: on Example 1
+#   only the first layer is rank two and every later layer is exactly rank one, and from the third
+#   layer on the ReLU acts as the identity; on digits every layer is rank one at every depth tried.
+# - The optimal speed does not decrease with depth (strictly increasing from depth 2 to 3 on
+#   Example 1), and it is flat from then on, as Section 5's second conjecture expects.
+# - Theorem 3.1's bound is **vacuous** on Example 1 and on digits: it says nothing below a layer
+#   index $81c^2$ in the hundreds or thousands. It becomes informative only on data that are
+#   themselves nearly rank one with gradients aligned to them ($\kappa$ within a few percent of 1);
+#   there the optima are exactly rank one and the bound holds with room to spare.
+# - Proposition 3.3 and the key inequality of Proposition 3.4 hold on every point we tried; the
+#   inequality is tight for rank-one data and fails, as it should, outside the ball
+#   $\lVert\theta\rVert^2\le L$.
+# ```
+
+# %% tags=["parameters"]
+profile = "ci"   # "ci": CPU, about half a minute; "full": more depths, wider nets, more restarts
+seed = 0
+device = "auto"
+
+# %%
+PROFILES = {
+    # ex1_*: Example 1, one batched solve per depth (restarts, width, steps), plus warm starts
+    # from the lifted optimum of the previous depth; digits_*: digits (per_class examples of each
+    # class, cross-entropy G), normalised steps; synth_*: nearly rank-one synthetic data
+    # (Theorem 3.1's non-vacuous instance at depth synth_depth; Proposition 3.3 at depth 4 for
+    # each eps); random_points: random parameters for Proposition 3.4
+    "ci": dict(ex1_depths=(2, 3, 4, 5, 6), ex1_width=16, ex1_restarts=16, ex1_steps=1500, warm_restarts=4,
+               digits_depths=(2, 3, 4, 6, 8), per_class=10, digits_width=16, digits_restarts=4, digits_steps=1000,
+               synth_depth=10, synth_eps=0.1, prop33_eps=(0.0, 1e-3, 1e-2, 3e-2), synth_restarts=4,
+               synth_steps=1500, random_points=64),
+    "full": dict(ex1_depths=(2, 3, 4, 5, 6, 8, 10), ex1_width=64, ex1_restarts=64, ex1_steps=10_000, warm_restarts=16,
+                 digits_depths=(2, 3, 4, 6, 8, 10, 12), per_class=100, digits_width=64, digits_restarts=16,
+                 digits_steps=5000, synth_depth=16, synth_eps=0.1, prop33_eps=(0.0, 1e-3, 3e-3, 1e-2, 3e-2, 1e-1),
+                 synth_restarts=32, synth_steps=10_000, random_points=1024),
+}
+
+# %%
+import math
+
+import matplotlib.pyplot as plt
+import numpy as np
+import torch
+from myst_nb import glue
+
+from implicit_bias import data, models, plotting, spectra
+from implicit_bias.chapter import start_chapter
+from implicit_bias.claims import Ledger
+from implicit_bias.saddle_to_saddle import bounds, escape, lifting, structure, training
+from implicit_bias.saddle_to_saddle import example1 as ex
+from implicit_bias.saddle_to_saddle import localized as lo
+
+P, dev = start_chapter(PROFILES, profile=profile, seed=seed, device=device)
+ledger = Ledger("saddle_to_saddle/03_structure_of_escape_directions")
+gen = torch.Generator().manual_seed(seed)
+D = torch.float64
+
+# %% [markdown]
+# ## The statements
+#
+# Notation of the {doc}`notation page </book/notation>`: $Z_\ell$ and $Z^\sigma_\ell=\sigma(Z_\ell)$
+# are the pre- and post-activations of layer $\ell$ on the data ($Z^\sigma_0=X$), $\tau$ is the
+# tail energy ({prf:ref}`def-tail-energy`), the share of a matrix's squared Frobenius norm outside
+# its top singular direction, and $\nu_\ell=\lVert Z^\sigma_\ell-Z_\ell\rVert_F^2/\lVert Z_\ell
+# \rVert_F^2$ measures how much the ReLU changes layer $\ell$.
+#
+# :::{prf:theorem} Theorem 3.1 (= A.7) of {cite:t}`bantzis2025saddle`
+# :label: sts-thm31
+# :nonumber:
+# Let $\theta^\star$ be an optimal escape direction ({prf:ref}`sts-def21`) with speed $s^*$, and
+# $$\kappa=\frac{\lVert X\rVert_F\lVert G\rVert_F}{s^*},\qquad c=\kappa\sqrt{2\log\kappa}.$$
+# Then for every layer $\ell$ with $c\,\ell^{-1/2}<1$,
+# $$\max\big\{\tau(W_\ell),\ \tau(Z^\sigma_\ell),\ \nu_\ell\big\}\ \le\ \frac{8c}{1-c\,\ell^{-1/2}}\,\ell^{-1/2}=:B(\ell).$$
+# :::
+#
+# The appendix writes the bound as $8c'\ell^{-1/2}/(s^*-c'\ell^{-1/2})$ with
+# $c'=\sqrt2\lVert X\rVert_F\lVert G\rVert_F\sqrt{\log\lVert X\rVert_F+\log\lVert G\rVert_F-\log s^*}$,
+# the same bound since $c'=s^*c$ (`bounds.theorem31_appendix_bound`, unit-tested), and the main
+# text writes $s^*=\min\operatorname{Tr}[\cdot]$ where $-\min$ is meant. Since
+# $\lvert\mathcal L_0\rvert\le\lVert X\rVert_F\lVert G\rVert_F$ on the sphere, $\kappa\ge1$, and
+# $B(\ell)<1$ exactly when $\ell>81c^2$. The abstract's reading, "the first singular value of the
+# $\ell$-th layer is at least $\ell^{1/4}$ larger than any other", follows from
+# $s_2/s_1\le\sqrt{\tau/(1-\tau)}$ up to the constant $(8c)^{1/2}$.
+#
+# :::{prf:proposition} Proposition 3.2 (= A.3) of {cite:t}`bantzis2025saddle`
+# :label: sts-prop32
+# :nonumber:
+# From a depth-$L$ network with $\lVert\theta\rVert^2=L$ and $\mathcal L_0(\theta)=-s_0<0$ one can
+# build, for every $k\ge1$, a depth-$(L+k)$ network with $\lVert\theta'\rVert^2\le L+k$ and
+# $\mathcal L_0(\theta')\le\mathcal L_0(\theta)$, whose last $k+1$ layers are rank one and on whose
+# added layers the ReLU is the identity. Hence the optimal speed $s^*(L)$ is non-decreasing in
+# $L$. (The statement says $\lVert\theta'\rVert^2=L+k$; the construction gives $\le$, and rescaling
+# onto the sphere only lowers $\mathcal L_0$.)
+# :::
+#
+# ```{prf:proof}
+# Write the last two layers neuron by neuron, $\operatorname{Tr}[G^\top Z_L]=\sum_i a_ib_i\,
+# \operatorname{Tr}[G^\top\bar u_i\sigma(\bar v_i^\top Z^\sigma_{L-2})]$ with $a_i=\lVert
+# W_L[:,i]\rVert$, $b_i=\lVert W_{L-1}[i,:]\rVert$; keep only the neuron $i^*$ with the most
+# negative normalised term, scaled by $\sqrt S$ on both sides ($S=\sum_ia_ib_i$), and pass its
+# non-negative output through $k$ layers $e_1e_1^\top$. The trace becomes $S$ times the minimum,
+# at most the original; the norm becomes $\sum_{\ell\le L-2}\lVert W_\ell\rVert^2+2S+k\le
+# \lVert\theta\rVert^2+k$ since $2a_ib_i\le a_i^2+b_i^2$ (`lifting.lift`).
+# ```
+#
+# :::{prf:proposition} Proposition 3.3 (= A.5) of {cite:t}`bantzis2025saddle`
+# :label: sts-prop33
+# :nonumber:
+# Let $u\in\mathbb R^{d_0}_{\ge0}$, $v\in\mathbb R^N_{\ge0}$, $\lVert E\rVert_F\le\epsilon$, and
+# $\theta^\star$ a minimiser of $\operatorname{Tr}[G^\top Y_\theta(vu^\top+E)]$ over
+# $\lVert\theta\rVert^2\le L$ (inputs $vu^\top+E$, one sample per row), with optimal speed $s^*$.
+# Then every layer has $\tau(W_\ell),\tau(Z^\sigma_\ell),\nu_\ell\le8\lVert G\rVert_F\epsilon/
+# (s^*-\lVert G\rVert_F\epsilon)$. For $\epsilon=0$ the optimal speed is
+# $\lVert G^\top v\rVert\lVert u\rVert$.
+# :::
+#
+# :::{prf:proposition} Proposition 3.4 (= A.4) of {cite:t}`bantzis2025saddle`
+# :label: sts-prop34
+# :nonumber:
+# If $\lVert\theta\rVert^2\le L$ and $\operatorname{Tr}[G^\top Z_L]\le-s_0<0$, then
+# $$\sum_{\ell=0}^{L-1}\log\operatorname{srank}(Z^\sigma_\ell)\ \le\ 2\log\frac{\lVert X\rVert_F
+# \lVert G\rVert_F}{s_0},$$
+# so for every $p\in(0,1)$ at least $(1-p)L$ of the layers $\ell\in\{0,\dots,L-1\}$ have
+# $\tau(Z^\sigma_\ell)\le\frac{2}{pL}\log\frac{\lVert X\rVert_F\lVert G\rVert_F}{s_0}$.
+# :::
+#
+# ```{prf:proof}
+# (Proposition 3.4.) Telescope $\lVert X\rVert_F^2/\lVert Z_L\rVert_F^2$ into the stable ranks
+# $\operatorname{srank}(Z^\sigma_\ell)$ times ratios $\lVert Z^\sigma_{\ell-1}\rVert_{op}^2/
+# \lVert Z_\ell\rVert_F^2\ge\lVert W_\ell\rVert_F^{-2}$; AM-GM gives $\prod_\ell\lVert W_\ell
+# \rVert_F^2\le1$, and Cauchy-Schwarz $\lvert\operatorname{Tr}[G^\top Z_L]\rvert\le\lVert G\rVert_F
+# \lVert Z_L\rVert_F$. Pigeonhole on the sum, and $\tau=1-1/\operatorname{srank}\le\log
+# \operatorname{srank}$. Theorem 3.1 follows: Proposition 3.4 gives an early layer $\ell_0\le\ell$
+# that is nearly rank one, Lemma A.6 makes its top singular vectors non-negative, and
+# Proposition 3.3 applied to the rest of the network (optimal for its input) bounds layer $\ell$.
+# ```
+#
+# ## Example 1 across depths
+#
+# On the eight points of {doc}`02_rank_two_escape` we solve for the optimal escape direction at
+# each depth $L\in$ {glue:text}`sts3-ex1-depths` ({glue:text}`sts3-ex1-restarts` restarts of
+# width {glue:text}`sts3-ex1-width` per depth, one batched computation each), and, from the
+# second depth on, also from the lifted optimum of the previous depth (Proposition 3.2's
+# construction, perturbed by $10^{-3}$ and optimised again).
+
+# %%
+X1, G1 = ex.circle_data()
+glue("sts3-ex1-depths", "{" + ", ".join(str(v) for v in P["ex1_depths"]) + "}", display=False)
+glue("sts3-ex1-restarts", P["ex1_restarts"], display=False)
+glue("sts3-ex1-width", P["ex1_width"], display=False)
+
+
+def solve_depths(X, G, depths, width, restarts, steps, warm: bool, **kw):
+    """Best escape direction per depth (cold restarts), plus warm starts from the lifted optimum of
+    the previous depth; returns per-depth results."""
+    out, previous = {}, None
+    for L in depths:
+        res = escape.solve_escape(X, G, depth=L, widths=width, restarts=restarts, steps=steps, generator=gen, **kw)
+        i = res.best()
+        row = dict(result=res, best=res.network(i), speed=float(res.speed[i]), speeds=res.speed,
+                   structure=structure.layer_structure(res.network(i), X))
+        if warm and previous is not None:
+            lifted = lifting.lift(previous, X, G, L - len(previous))
+            init = [W.unsqueeze(0).expand(P["warm_restarts"], -1, -1).clone() for W in lifted]
+            warm_res = escape.solve_escape(X, G, depth=L, widths=[lifted[0].shape[0]] * P["warm_restarts"], init=init,
+                                           jitter=1e-3, steps=steps, generator=gen, **kw)
+            row["lifted_speed"] = float(lo.speed(lifted, X, G))
+            row["warm_speed"] = float(warm_res.speed.max())
+            if row["warm_speed"] > row["speed"]:
+                j = warm_res.best()
+                row.update(best=warm_res.network(j, trim=False), speed=row["warm_speed"],
+                           structure=structure.layer_structure(warm_res.network(j, trim=False), X))
+        out[L] = row
+        previous = row["best"]
+    return out
+
+
+ex1 = solve_depths(X1, G1, P["ex1_depths"], P["ex1_width"], P["ex1_restarts"], P["ex1_steps"], warm=True,
+                   lr=0.3, lr_final=1e-3)
+for L, row in ex1.items():
+    st = row["structure"]
+    extra = (f"; lifted from the previous depth: {row['lifted_speed']:.6f}, re-optimised {row['warm_speed']:.6f}"
+             if "warm_speed" in row else "")
+    print(f"L = {L}: s* ~ {row['speed']:.6f}{extra}\n   tau(W_l) {[round(float(v), 4) for v in st.tau_W]}  "
+          f"nu_l {[round(float(v), 4) for v in st.nu]}")
+
+# %% [markdown]
+# At depth 2 the best speed is $\sqrt2-1$; this is exact, a fact we derive (it is not in the
+# paper): for two layers $\mathcal L_0=\sum_iW_2[i]\,S(W_1[i,:])$ with $S(w)=\sum_jG_j\sigma(w\cdot
+# x_j)=\lVert w\rVert S(\hat w)$ and $\lvert S(\hat w)\rvert\le\sqrt2-1$ (Eq. (6)), so
+# $\lvert\mathcal L_0\rvert\le(\sqrt2-1)\sum_i\lvert W_2[i]\rvert\lVert W_1[i,:]\rVert\le\sqrt2-1$
+# on the sphere. From depth 3 on it is $1/2$ (the solver finds Eq. (2) again), at every depth tried:
+# the speed increases strictly from depth 2 to 3 and is then flat. The structure is the same at
+# every depth $\ge3$: $\tau(W_1)\approx1/2$ (two equal singular values) and $\tau(W_\ell)=0$ for
+# $\ell\ge2$; the ReLU acts on the first two layers ($\nu_1,\nu_2\approx1/2$) and is the identity
+# from the third on ($\nu_\ell=0$). This is the "half bottleneck" of the paper's discussion: a
+# finite number of high-rank layers at the start, then rank-one identity layers, the structure of
+# the second conjecture of Section 5. Re-optimised warm starts from the lifted network end where
+# the cold restarts do (to about $10^{-4}$), and the lift of the depth-2 optimum is a one-neuron
+# network that re-optimisation does not leave (it stays at $\sqrt2-1$).
+
+# %%
+depths1 = list(P["ex1_depths"])
+s_ex1 = np.array([ex1[L]["speed"] for L in depths1])
+deep1 = [L for L in depths1 if L >= 3]
+first_tau = min(float(ex1[L]["structure"].tau_W[0]) for L in deep1)
+later_tau = max(float(ex1[L]["structure"].tau_W[1:].max()) for L in deep1)
+later_nu = max(float(ex1[L]["structure"].nu[2:].max()) if L > 3 else 0.0 for L in deep1)
+plateau = float(s_ex1[depths1.index(3):].max() - s_ex1[depths1.index(3):].min())
+# s_2/s_1 of W_l times l^(1/4), for l >= 2: at most 1 when s_1 is at least l^(1/4) times s_2
+ratio_l14 = max(float((ex1[L]["structure"].ratio_W[1:] * torch.arange(2, L + 1, dtype=D).pow(0.25)).max())
+                for L in deep1)
+glue("sts3-first-tau", f"{first_tau:.3f}", display=False)
+glue("sts3-later-tau", f"{later_tau:.0e}", display=False)
+ledger.close("ex1-depth2", "Prop. 3.2 (Example 1)", "the best depth-2 speed is sqrt(2) - 1 (derived: one neuron is "
+             "optimal at depth 2)", "-", s_ex1[0], ex.RANK_ONE_SPEED, atol=1e-3, fmt=".6f", items="prop32",
+             bearing="control")
+ledger.above("prop32-strict", "Prop. 3.2, Example 1", "the optimal speed increases strictly from depth 2 to 3 "
+             "(s*(3) - s*(2))", "non-decreasing", s_ex1[1] - s_ex1[0], 0.08, fmt=".4f", items=["prop32", "ex1"],
+             bearing="supports")
+ledger.below("conj2-plateau", "Sec. 5 (2)", f"on Example 1 the optimal speed is flat from depth 3 to {depths1[-1]} "
+             "(max - min of the best speeds)", "s* plateaus after some depth (conjecture)", plateau, 2e-3,
+             fmt=".1e", items="conj2", bearing="supports")
+ledger.holds("ex1-half-bottleneck", "Thm. 3.1, Sec. 5 (2)", "at every depth >= 3 the first layer is rank two "
+             "(smallest tau(W_1)) and every later layer rank one (largest tau(W_l), l >= 2)",
+             "deep layers nearly rank one", f"{first_tau:.3f}; {later_tau:.1e}", first_tau > 0.4 and later_tau < 1e-3,
+             tolerance="> 0.4; < 1e-3", items=["thm31", "conj2"], bearing="supports")
+ledger.below("ex1-linear-deep", "Thm. 3.1", "from the third layer on the ReLU is the identity (largest nu_l, l >= 3)",
+             "deeper layers nearly linear", later_nu, 1e-3, fmt=".1e", items="thm31", bearing="supports")
+ledger.below("abstract-l14", "Abstract, Sec. 1.3", "on Example 1, s_1 of every layer l >= 2 is more than l^(1/4) "
+             "times s_2 (largest l^(1/4) s_2/s_1 over layers and depths)", "s_1 >= l^(1/4) s_2 up to a constant",
+             ratio_l14, 1.0, fmt=".1e", items="abstract-l14", bearing="supports")
+
+# %% [markdown]
+# ## Digits across depths
+#
+# The same on digits ({glue:text}`sts3-digits-n` examples, {glue:text}`sts3-per-class` per class,
+# standardised; $G$ of the mean cross-entropy at zero output), with width
+# {glue:text}`sts3-digits-width`, {glue:text}`sts3-digits-restarts` restarts and fixed-angle steps
+# (`normalized=True`; from a random direction a deep network's $\mathcal L_0$ and its gradient are
+# tiny, and fixed-size steps leave that flat region), again with warm starts from the lifted
+# optimum of the previous depth. Here the optimum is a single neuron passed through rank-one
+# layers at every depth: every layer is rank one and the speed is the same at every depth (the
+# plateau starts at depth 2). The cold restarts alone can miss it: the largest shortfall of their
+# best against the best speed at the same depth is {glue:text}`sts3-cold-short` (at depth
+# {glue:text}`sts3-cold-depth`), a local optimum of the solver. Proposition 3.2 is about the true
+# optima, which the lifted warm starts track; the shortfall measures the solver, not the
+# proposition.
+
+# %%
+digits = data.digits(seed=seed, dtype=D)
+Xd, yd = training.balanced_subset(digits.X_train, digits.y_train, P["per_class"])
+Gd = lo.cross_entropy_gradient(yd, 10)
+glue("sts3-digits-n", len(yd), display=False)
+glue("sts3-per-class", P["per_class"], display=False)
+glue("sts3-digits-width", P["digits_width"], display=False)
+glue("sts3-digits-restarts", P["digits_restarts"], display=False)
+dig = solve_depths(Xd, Gd, P["digits_depths"], P["digits_width"], P["digits_restarts"], P["digits_steps"], warm=True,
+                   lr=0.05, lr_final=0.01, normalized=True)
+depths2 = list(P["digits_depths"])
+s_dig = np.array([dig[L]["speed"] for L in depths2])
+for L in depths2:
+    st = dig[L]["structure"]
+    print(f"L = {L}: s* ~ {dig[L]['speed']:.6f}; largest tau(W_l) {float(st.tau_W.max()):.1e}, "
+          f"tau(Z_l) {float(st.tau_Z.max()):.1e}; nu_l {[round(float(v), 4) for v in st.nu]}")
+dig_tau = max(max(float(dig[L]["structure"].tau_W.max()), float(dig[L]["structure"].tau_Z.max())) for L in depths2)
+spread_dig = float((s_dig.max() - s_dig.min()) / s_dig.min())
+cold = np.array([float(dig[L]["speeds"].max()) for L in depths2])
+short = (s_dig - cold) / s_dig
+i_short = int(np.argmax(short))
+glue("sts3-cold-depth", depths2[i_short], display=False)
+glue("sts3-cold-short", f"{100 * short[i_short]:.1f}%", display=False)
+unit = np.array([lo.unit_sphere_speed(s, L) for s, L in zip(s_dig, depths2)])
+glue("sts3-dig-tau", f"{dig_tau:.0e}", display=False)
+ledger.below("digits-rank-one", "Thm. 3.1", f"on digits every layer of the optimum is rank one at every depth "
+             f"{depths2[0]}-{depths2[-1]} (largest tau of W_l and Z_l)", "deep layers nearly rank one", dig_tau, 1e-3,
+             fmt=".1e", items="thm31", bearing="supports")
+ledger.below("digits-plateau", "Sec. 5 (2)", f"on digits no depth up to {depths2[-1]} escapes faster than depth "
+             f"{depths2[0]}: the best speeds agree within 2% (relative spread)", "s* plateaus after some depth "
+             "(conjecture)", spread_dig, 0.02, fmt=".1e", items="conj2", bearing="supports")
+ledger.below("prop32-unit-control", "Prop. 3.2, negative control", "measured on the unit sphere, L^(-L/2) s*(L), "
+             "the same speeds fall with depth (ratio deepest / shallowest)", "-", unit[-1] / unit[0], 0.1, fmt=".1e",
+             items="prop32", bearing="control")
+
+# %% [markdown]
+# **The lifting construction, exactly.** Applied with $k\in\{1,2\}$ to every optimum above and to
+# {glue:text}`sts3-random-n` random points of the sphere per data set, Proposition 3.2's
+# construction never raises $\mathcal L_0$ (largest increase {glue:text}`sts3-lift-rise`), never
+# exceeds the norm budget $L+k$ (largest excess {glue:text}`sts3-lift-norm`), and its added layers
+# are rank one with the ReLU acting as the identity on them (largest $\tau$ and $\nu$ there:
+# {glue:text}`sts3-lift-tail`).
+
+# %%
+rise, excess, tail = -math.inf, -math.inf, 0.0
+cases = [(row["best"], X1, G1) for row in ex1.values()] + [(row["best"], Xd, Gd) for row in dig.values()]
+for X, G, dims in ((X1, G1, [2, 8, 8, 1]), (Xd, Gd, [64, 16, 16, 10])):
+    Wr = lo.to_sphere(models.gaussian_weights(dims, 1.0, (P["random_points"],), generator=gen))
+    cases += [([W[i] for W in Wr], X, G) for i in range(P["random_points"])]
+for Ws, X, G in cases:
+    L = len(Ws)
+    for k in (1, 2):
+        new_w = lifting.lift(Ws, X, G, k)
+        rise = max(rise, float(lo.localized_loss(new_w, X, G) - lo.localized_loss(Ws, X, G)))
+        excess = max(excess, float(lo.squared_norm(new_w)) - float(lo.squared_norm(Ws)) - k)
+        st = structure.layer_structure(new_w, X)
+        tail = max(tail, float(st.tau_W[L - 1:].max()), float(st.nu[L - 1:].max()) if k > 1 else 0.0)
+print(f"lifting on {len(cases)} networks, k = 1, 2: largest change of L_0 {rise:+.1e}; largest norm excess over "
+      f"||theta||^2 + k {excess:+.1e}; largest tau / nu of the added layers {tail:.1e}")
+glue("sts3-lift-rise", f"{rise:+.0e}", display=False)
+glue("sts3-lift-norm", f"{excess:+.0e}", display=False)
+glue("sts3-lift-tail", f"{tail:.0e}", display=False)
+ledger.holds("lift-exact", "Prop. 3.2 / App. A.3", "the lifting never raises L_0, stays within ||theta||^2 + k, and "
+             "adds rank-one identity layers (largest rise of L_0; norm excess; tail tau/nu)", "construction",
+             f"{rise:.1e}; {excess:.1e}; {tail:.1e}", rise <= 1e-12 and excess <= 1e-12 and tail <= 1e-12,
+             tolerance="each <= 1e-12", items="prop32", bearing="control")
+
+# %% [markdown]
+# ## Theorem 3.1's bound on these data
+#
+# For both data sets we evaluate $\kappa$, $c$ and the vacuity threshold $81c^2$ with the best
+# speed found ($\hat s\le s^*$, so $\hat\kappa\ge\kappa$ and the bound computed from it is
+# looser, i.e. conservative). On Example 1 $\kappa=$ {glue:text}`sts3-k-ex1` and $81c^2=$
+# {glue:text}`sts3-v-ex1`; on digits $\kappa=$ {glue:text}`sts3-k-dig` and $81c^2=$
+# {glue:text}`sts3-v-dig`. The bound is larger than 1 (it says nothing) for every layer of every
+# network one could train. The theorem's content is asymptotic; at these depths it is the
+# measured structure above, not the bound, that shows the low-rank bias.
+#
+# **A non-vacuous instance.** The bound is informative only when $\kappa$ is close to 1, that is
+# when $\lvert\mathcal L_0\rvert$ can nearly reach $\lVert X\rVert_F\lVert G\rVert_F$: when the
+# data are nearly rank one and $G$ is aligned with them. We take $X=vu^\top+\epsilon E$ with
+# $u,v\ge0$ (normalised, $E$ Gaussian of unit Frobenius norm, $\epsilon=$
+# {glue:text}`sts3-synth-eps`) and $G=-vg^\top$ ($g\ge0$), and solve at depth
+# {glue:text}`sts3-synth-depth`: $\kappa=$ {glue:text}`sts3-k-syn`, $c=$ {glue:text}`sts3-c-syn`,
+# so $B(\ell)<1$ for every $\ell>$ {glue:text}`sts3-v-syn`. The optimum is exactly rank one and
+# linear (largest $\tau$ or $\nu$: {glue:text}`sts3-syn-max`), far below
+# $B(\ell)\ge$ {glue:text}`sts3-syn-bmin`. As a negative control, a random point of the sphere
+# violates the bound at {glue:text}`sts3-syn-control` of its layers where the bound is below 1.
+
+# %%
+def kappa_c(X, G, s):
+    k = bounds.kappa(X, G, s)
+    c = bounds.theorem31_c(k)
+    return k, c, bounds.vacuity_depth(c)
+
+
+k_ex1, c_ex1, v_ex1 = kappa_c(X1, G1, max(s_ex1))
+k_dig, c_dig, v_dig = kappa_c(Xd, Gd, max(s_dig))
+u = torch.rand(6, generator=gen, dtype=D)
+v = torch.rand(24, generator=gen, dtype=D)
+g = torch.rand(2, generator=gen, dtype=D)
+u, v, g = u / u.norm(), v / v.norm(), g / g.norm()
+E = torch.randn(24, 6, generator=gen, dtype=D)
+E = E / E.norm()
+Xs = torch.outer(v, u) + P["synth_eps"] * E
+Gs = -torch.outer(v, g)
+Ls = P["synth_depth"]
+syn = escape.solve_escape(Xs, Gs, depth=Ls, widths=8, restarts=P["synth_restarts"], steps=P["synth_steps"], lr=0.05,
+                          lr_final=0.01, normalized=True, generator=gen)
+k_syn, c_syn, v_syn = kappa_c(Xs, Gs, float(syn.speed.max()))
+st_syn = structure.layer_structure(syn.network(syn.best()), Xs)
+layers = torch.arange(1, Ls + 1)
+B = bounds.theorem31_bound(layers, c_syn)
+measured = torch.stack([st_syn.tau_W, torch.cat([st_syn.tau_Z, torch.zeros(1, dtype=D)]),
+                        torch.cat([st_syn.nu, torch.zeros(1, dtype=D)])]).max(0).values
+informative = B < 1
+slack = float((measured[informative] / B[informative]).max())
+rand_pt = lo.to_sphere(models.gaussian_weights([6] + [8] * (Ls - 1) + [2], 1.0, generator=gen))
+st_rand = structure.layer_structure(rand_pt, Xs)
+violated = int((st_rand.tau_W[informative] > B[informative]).sum())
+print(f"Example 1: kappa {k_ex1:.2f}, c {c_ex1:.1f}, 81c^2 {v_ex1:.0f}; digits: kappa {k_dig:.2f}, c {c_dig:.1f}, "
+      f"81c^2 {v_dig:.0f}")
+print(f"synthetic (eps {P['synth_eps']}, depth {Ls}): kappa {k_syn:.4f}, c {c_syn:.3f}, 81c^2 {v_syn:.2f}; bound "
+      f"{[round(float(b), 3) for b in B]}; largest measured / bound {slack:.1e}; random point violates at "
+      f"{violated} of {int(informative.sum())} layers")
+for key, val in {"k-ex1": f"{k_ex1:.1f}", "v-ex1": f"{v_ex1:,.0f}", "k-dig": f"{k_dig:.1f}", "v-dig": f"{v_dig:,.0f}",
+                 "synth-eps": f"{P['synth_eps']:g}", "synth-depth": Ls, "k-syn": f"{k_syn:.4f}",
+                 "c-syn": f"{c_syn:.3f}", "v-syn": f"{v_syn:.2f}", "syn-max": f"{float(measured.max()):.0e}",
+                 "syn-bmin": f"{float(B[informative].min()):.2f}",
+                 "syn-control": f"{violated} of {int(informative.sum())}"}.items():
+    glue(f"sts3-{key}", val, display=False)
+ledger.above("thm31-vacuous", "Thm. 3.1", "on Example 1 and digits the bound is vacuous below layer 81c^2 "
+             "(smaller of the two thresholds)", "bound decays like l^(-1/2)", min(v_ex1, v_dig), 100.0, fmt=".0f",
+             items="thm31", bearing="qualifies")
+ledger.holds("thm31-nonvacuous", "Thm. 3.1", f"on nearly rank-one aligned data (kappa near 1) the optimum "
+             "satisfies the bound at every layer where it is below 1 (largest measured / bound; layers with B < 1)",
+             "tau, tau, nu <= B(l)", f"{slack:.1e}; {int(informative.sum())} of {Ls}",
+             bool(informative.sum() >= Ls // 2) and slack <= 1.0, tolerance="<= 1; >= half the layers",
+             items="thm31", bearing="supports")
+ledger.above("thm31-control", "Thm. 3.1, negative control", "a random point of the sphere violates the bound "
+             "(share of the informative layers)", "-", violated / max(int(informative.sum()), 1), 0.5, fmt=".2f",
+             items="thm31", bearing="control")
+
+# %% [markdown]
+# ## Proposition 3.3: nearly rank-one non-negative inputs
+#
+# With the same $u,v\ge0$ and inputs $vu^\top+\epsilon E$, now with
+# $G=-vg^\top+0.3\,\Xi$ ($\Xi$ Gaussian of unit norm, so that $G$ is not aligned with the data),
+# we solve at depth 4 for $\epsilon\in$ {glue:text}`sts3-eps-list`. At $\epsilon=0$ the solver's
+# speed is $\lVert G^\top v\rVert\lVert u\rVert$ to a relative {glue:text}`sts3-p33-exact` and the
+# optimum is exactly rank one; for $\epsilon>0$ the largest of $\tau(W_\ell),\tau(Z^\sigma_\ell),
+# \nu_\ell$ over the layers stays below the bound $8\lVert G\rVert_F\epsilon/(\hat s-\lVert G
+# \rVert_F\epsilon)$ (largest ratio {glue:text}`sts3-p33-ratio`). The optima are again exactly
+# rank one (measured ratios at rounding level), so the bound, which grows linearly in $\epsilon$,
+# is far from tight here. A random point of the sphere breaks it at $\epsilon=$
+# {glue:text}`sts3-p33-eps-control` (ratio {glue:text}`sts3-p33-control`).
+
+# %%
+Xi = torch.randn(24, 2, generator=gen, dtype=D)
+G33 = -torch.outer(v, g) + 0.3 * Xi / Xi.norm()
+exact_speed = float((G33.T @ v).norm() * u.norm())
+p33_rows = []
+for eps in P["prop33_eps"]:
+    Xe = torch.outer(v, u) + eps * E
+    res = escape.solve_escape(Xe, G33, depth=4, widths=16, restarts=P["synth_restarts"], steps=P["synth_steps"],
+                              lr=0.05, lr_final=0.01, normalized=True, generator=gen)
+    st = structure.layer_structure(res.network(res.best()), Xe)
+    s_hat = float(res.speed.max())
+    worst = max(float(st.tau_W.max()), float(st.tau_Z.max()), float(st.nu.max()))
+    p33_rows.append(dict(eps=eps, s=s_hat, worst=worst, bound=bounds.prop33_bound(G33, s_hat, eps)))
+    print(f"eps {eps:g}: speed {s_hat:.9f}; largest tau / nu {worst:.1e}; bound {p33_rows[-1]['bound']:.3g}")
+exact_err = abs(p33_rows[0]["s"] - exact_speed) / exact_speed
+p33_ratio = max(r["worst"] / r["bound"] for r in p33_rows if r["eps"] > 0)
+eps_c = max(P["prop33_eps"])
+Xc = torch.outer(v, u) + eps_c * E
+st_c = structure.layer_structure(lo.to_sphere(models.gaussian_weights([6, 16, 16, 16, 2], 1.0, generator=gen)), Xc)
+p33_control = float(st_c.tau_W.max()) / p33_rows[-1]["bound"]
+for key, val in {"eps-list": "{" + ", ".join(f"{e:g}" for e in P["prop33_eps"]) + "}", "p33-exact": f"{exact_err:.0e}",
+                 "p33-ratio": f"{p33_ratio:.0e}", "p33-eps-control": f"{eps_c:g}", "p33-control": f"{p33_control:.1f}"}.items():
+    glue(f"sts3-{key}", val, display=False)
+ledger.below("prop33-exact", "Prop. 3.3", "for rank-one non-negative inputs the optimal speed is ||G^T v|| ||u|| "
+             "(relative error of the solver's best)", "||Gv|| ||u||", exact_err, 1e-6, fmt=".1e", items="prop33",
+             bearing="supports")
+ledger.below("prop33-bound", "Prop. 3.3", "for eps > 0 every layer satisfies the bound (largest measured / bound)",
+             "<= 8 ||G|| eps / (s* - ||G|| eps)", p33_ratio, 1.0, fmt=".1e", items="prop33", bearing="supports")
+ledger.above("prop33-control", "Prop. 3.3, negative control", "a random point of the sphere breaks the bound "
+             f"at eps = {eps_c:g} (largest tau(W_l) / bound)", "-", p33_control, 1.0, fmt=".2f", items="prop33",
+             bearing="control")
+
+# %% [markdown]
+# ## Proposition 3.4: the key inequality on every point we have
+#
+# The inequality $\sum_{\ell<L}\log\operatorname{srank}(Z^\sigma_\ell)\le2\log(\lVert X\rVert_F
+# \lVert G\rVert_F/s_0)$ is claimed for **every** $\theta$ in the ball with negative
+# $\mathcal L_0$, optimal or not. We evaluate both sides on all restarts of all solves above
+# ({glue:text}`sts3-p34-n` points, including the non-converged ones), on
+# {glue:text}`sts3-random-n` random points of the sphere per data set (with the sign of the last
+# layer chosen so that $\mathcal L_0<0$), and on rank-one data with its closed-form optimum, where
+# both sides are 0 (the inequality is tight there: its constant cannot be improved). The largest
+# value of left minus right side is {glue:text}`sts3-p34-gap`; at the tight point the two sides
+# differ by {glue:text}`sts3-p34-tight`. The count of Proposition 3.4 holds on every point for
+# $p\in\{0.25,0.5,0.75\}$ ({glue:text}`sts3-p34-count`). Outside the ball the inequality is not
+# promised, and the tight point scaled by 1.1 violates it by {glue:text}`sts3-p34-out`.
+
+# %%
+def p34_check(Ws, X, G):
+    """(max lhs - rhs, number of points with a count failure, points) over stacked weights with L_0 < 0."""
+    s0 = lo.speed(Ws, X, G)
+    keep = s0 > 0
+    Ws = [W[keep] for W in Ws]
+    s0 = s0[keep]
+    st = structure.layer_structure(Ws, X)
+    lhs, rhs = bounds.prop34_sides(st.srank_Z, X, G, s0)
+    tau_Z = torch.cat([torch.zeros(len(s0), 1, dtype=D) + float(spectra.tail_energy(X)), st.tau_Z], -1)
+    L = len(Ws)
+    bad = 0
+    for p in (0.25, 0.5, 0.75):
+        thr = 2 * torch.log(float(X.norm() * G.norm()) / s0) / (p * L)
+        bad += int(((tau_Z <= thr[:, None]).sum(-1) < L - math.floor(p * L)).sum())
+    return float((lhs - rhs).max()), bad, int(keep.sum())
+
+
+def random_negative(X, G, dims):
+    Ws = lo.to_sphere(models.gaussian_weights(dims, 1.0, (P["random_points"],), generator=gen))
+    sign = torch.sign(lo.localized_loss(Ws, X, G))
+    Ws[-1] = Ws[-1] * (-sign)[:, None, None]
+    return Ws
+
+
+gaps, bads, total = [], 0, 0
+sources = [(row["result"].weights, X1, G1) for row in ex1.values()] + [(row["result"].weights, Xd, Gd) for row in dig.values()]
+sources += [(syn.weights, Xs, Gs)]
+sources += [(random_negative(X1, G1, [2, 16, 16, 1]), X1, G1), (random_negative(Xd, Gd, [64, 16, 16, 16, 10]), Xd, Gd)]
+for Ws, X, G in sources:
+    gap, bad, n = p34_check(Ws, X, G)
+    gaps.append(gap)
+    bads += bad
+    total += n
+X_t, G_t = torch.outer(v, u), -torch.outer(v, g)
+rho_t, s_t = lo.closed_form_escape(X_t, G_t, 4, width=4)
+lhs_t, rhs_t = bounds.prop34_sides(structure.layer_structure(rho_t, X_t).srank_Z, X_t, G_t, s_t)
+tight = abs(float(lhs_t) - float(rhs_t))
+big = [1.1 * W for W in rho_t]
+lhs_b, rhs_b = bounds.prop34_sides(structure.layer_structure(big, X_t).srank_Z, X_t, G_t, float(lo.speed(big, X_t, G_t)))
+out_gap = float(lhs_b - rhs_b)
+print(f"Prop. 3.4 on {total} points: largest lhs - rhs {max(gaps):.2f}; count failures {bads}; tight point: "
+      f"|lhs - rhs| = {tight:.1e}; scaled by 1.1: lhs - rhs = {out_gap:+.3f}")
+for key, val in {"p34-n": total, "random-n": P["random_points"], "p34-gap": f"{max(gaps):.1e}",
+                 "p34-tight": f"{tight:.0e}", "p34-count": f"{bads} failures", "p34-out": f"{out_gap:.2f}"}.items():
+    glue(f"sts3-{key}", val, display=False)
+ledger.below("prop34-key", "Prop. 3.4", f"the key inequality holds on all {total} points (largest lhs - rhs)",
+             "<= 0 for every theta in the ball with L_0 < 0", max(gaps), 1e-9, fmt=".1e", items="prop34", bearing="supports")
+ledger.below("prop34-tight", "Prop. 3.4", "it is tight for rank-one data at the closed-form optimum (|lhs - rhs|)",
+             "-", tight, 1e-9, fmt=".1e", items="prop34", bearing="supports")
+ledger.holds("prop34-count", "Prop. 3.4", "at least (1-p)L layers meet the threshold, p in {0.25, 0.5, 0.75} "
+             "(points where the count fails)", ">= (1-p)L layers", str(bads), bads == 0, tolerance="0",
+             items="prop34", bearing="supports")
+ledger.above("prop34-control", "Prop. 3.4, negative control", "outside the ball (the tight point scaled by 1.1) the "
+             "inequality fails (lhs - rhs)", "-", out_gap, 0.1, fmt=".3f", items="prop34", bearing="control")
+p = 0.5
+thr_ex1 = bounds.prop34_threshold(X1, G1, max(s_ex1), p, depths1[-1])
+glue("sts3-p34-thr", f"{thr_ex1:.2f}", display=False)
+
+# %%
+fig, axes = plotting.subplots(3, height=2.6)
+ax = axes[0]
+ax.plot(depths1, s_ex1, "o-", color=plotting.color(0), label="Example 1")
+ax.plot(depths2, s_dig, "s-", color=plotting.color(1), label="digits")
+ax.axhline(ex.RANK_ONE_SPEED, color="k", lw=0.6, ls=":")
+ax.set_xlabel("depth $L$")
+ax.set_ylabel(r"best speed $\hat s^*(L)$")
+ax.legend(fontsize=7)
+ax = axes[1]
+for i, L in enumerate(deep1):
+    st = ex1[L]["structure"]
+    ax.plot(range(1, L + 1), st.tau_W.clamp_min(1e-17).numpy(), "o-", color=plotting.color(i), ms=3, label=f"L = {L}")
+ax.set_yscale("log")
+ax.set_ylim(1e-17, 1)
+ax.set_xlabel(r"layer $\ell$")
+ax.set_ylabel(r"$\tau(W_\ell)$ (Example 1)")
+ax.legend(fontsize=6)
+ax = axes[2]
+ax.plot(layers, B.clamp_max(10).numpy(), "k--", label=r"bound $B(\ell)$")
+ax.plot(layers, measured.clamp_min(1e-17).numpy(), "o-", color=plotting.color(0), ms=3, label="optimum")
+ax.plot(layers, st_rand.tau_W.numpy(), "s-", color=plotting.color(1), ms=3, label="random point")
+ax.set_yscale("log")
+ax.set_ylim(1e-17, 10)
+ax.set_xlabel(r"layer $\ell$")
+ax.set_ylabel(r"$\max(\tau(W_\ell),\tau(Z^\sigma_\ell),\nu_\ell)$")
+ax.legend(fontsize=6)
+glue("sts3-fig-structure", fig, display=False)
+plt.close(fig)
+
+# %% [markdown]
+# ```{glue:figure} sts3-fig-structure
+# :name: fig-sts3-structure
+# Left: the best speed found against depth (Example 1: $\sqrt2-1$ dotted at depth 2, then $1/2$;
+# digits: flat). Centre: tail energy of every layer of the Example 1 optima (values below
+# $10^{-16}$ are exact zeros): the first layer is rank two, the others rank one. Right: Theorem
+# 3.1 on the nearly rank-one synthetic data at depth {glue:text}`sts3-synth-depth` (bound dashed,
+# infinite where not drawn; the optimum's largest ratio at rounding level; a random point of the
+# sphere above the bound).
+# ```
+#
+# ## Conclusion
+#
+# The optimal escape directions we can compute have the structure Theorem 3.1 describes, and
+# sharper: rank one from the second layer on (Example 1) or everywhere (digits), and linear deep
+# layers. Proposition 3.2 holds in the form "flat or increasing", with a strict increase on
+# Example 1; Propositions 3.3 and 3.4 hold on every point we tried, and the key inequality of 3.4
+# is tight. What the bounds add at these sizes is little: Theorem 3.1 is vacuous on both real
+# data sets, and in the non-vacuous regime the optima are exactly rank one anyway. These are
+# solver optima, not certified global minimisers (the theorem's hypothesis); the restarts agree
+# with each other and with the closed forms where those exist. The next page,
+# {doc}`04_saddle_to_saddle_training`, asks whether training from a small initialisation shows
+# the same structure.
+#
+# **How the tolerances are set.** Exact constructions and identities at $10^{-9}$-$10^{-12}$;
+# "rank one" means a tail energy below $10^{-3}$ (the solver's optima are at $10^{-15}$ or exactly
+# 0), "rank two" a tail energy above 0.4 (two equal singular values give 0.5); the 2% allowance for
+# speeds across depths is the guide's proposal and covers restarts that stop short of the optimum;
+# the strict-increase threshold 0.08 is $1/2-(\sqrt2-1)$ less a margin; the vacuity threshold
+# (100) is an order of magnitude above the deepest network trained in the book. The solver
+# settings were fixed before the runs of this page, as were these thresholds.
+#
+# ## Claims
+
+# %%
+# NBVAL_CHECK_OUTPUT
+ledger.report()

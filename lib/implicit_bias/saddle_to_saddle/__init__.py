@@ -1,0 +1,18 @@
+"""Saddle-to-saddle dynamics in deep ReLU networks (Bantzis, Simon & Jacot): the saddle at the
+origin, its escape directions and their low-rank structure.
+
+Modules:
+
+- :mod:`.localized`: the localized loss ``L_0 = Tr[G^T Y]`` and ``G = grad C(0)``, speeds on the
+  unit and ``sqrt(L)`` spheres, the KKT residual of an escape direction, a closed-form escape
+  direction, the closed forms of Proposition 2.2 (norm, blow-up and escape times), gradient flow
+  on ``L_0`` integrated in float64 (RK4) and time-changed gradient descent;
+- :mod:`.escape`: the escape-direction solver (projected gradient descent on the sphere, restarts
+  and width sweeps batched, float64, jitter, optional rank-one constraint);
+- :mod:`.example1`: the eight points on the circle of Example 1, Eq. (2) and Eq. (6);
+- :mod:`.structure`: per-layer tail energies, nonlinearity and stable ranks on the data;
+- :mod:`.bounds`: the bounds of Theorem 3.1 and Propositions 3.3-3.4;
+- :mod:`.lifting`: the depth-lifting construction of Proposition 3.2;
+- :mod:`.training`: the small-initialisation training runs of the MNIST experiment (Figs. 1, 3, 4),
+  resumable in segments through the cache.
+"""

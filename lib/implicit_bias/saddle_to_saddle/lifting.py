@@ -1,0 +1,54 @@
+"""The depth-lifting construction of Proposition 3.2 (App. A.3): from a depth-``L`` network to a
+depth-``(L+k)`` one with no larger squared norm (up to ``+k``) and no larger localized loss.
+
+Collapse the last hidden layer onto its single best neuron ``i*`` (the one whose normalised
+contribution ``Tr[G^T w_out sigma(w_in . z)]`` is most negative), scale it by ``sqrt(S)`` on each
+side with ``S = sum_i ||W_L[:, i]|| ||W_{L-1}[i, :]||``, and pass the non-negative scalar through
+``k`` identity-like layers ``e_1 e_1^T`` (on which ReLU is the identity). Then
+``L_0(lifted) = S * min_i(...) <= L_0(theta)`` and ``||lifted||^2 = sum_{l<=L-2} ||W_l||^2 + 2S + k
+<= ||theta||^2 + k`` by ``2ab <= a^2 + b^2``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import torch
+
+from ..models import layer_activations
+
+
+def lift(weights: Sequence[torch.Tensor], X: torch.Tensor, G: torch.Tensor, k: int = 1
+         ) -> list[torch.Tensor]:
+    """The depth-``(L+k)`` network of Proposition 3.2 built from ``weights`` (one network,
+    ``(out, in)`` matrices, ``L >= 2``); the added hidden layers have the width of layer
+    ``L-1`` (only their first unit is used)."""
+    Ws = [W.detach() for W in weights]
+    L = len(Ws)
+    if L < 2 or k < 1:
+        raise ValueError(f"need depth >= 2 and k >= 1, got depth {L}, k {k}")
+    if any(W.dim() != 2 for W in Ws):
+        raise ValueError("lift takes one network: (out, in) matrices")
+    Z = X if L == 2 else layer_activations(Ws[: L - 2], X)[1][-1]    # Z^sigma_{L-2}, (N, n_{L-2})
+    Z = torch.relu(Z) if L > 2 else Z
+    W_in, W_out = Ws[L - 2], Ws[L - 1]                                # (n, n_{L-2}), (d_out, n)
+    a = W_out.norm(dim=0)                                             # ||W_L[:, i]||
+    b = W_in.norm(dim=1)                                              # ||W_{L-1}[i, :]||
+    S = float((a * b).sum())
+    alive = (a > 0) & (b > 0)
+    if not bool(alive.any()):
+        raise ValueError("every hidden neuron of the last layer has zero weight: nothing to lift")
+    u = W_out / torch.where(a > 0, a, torch.ones_like(a))             # normalised columns
+    v = W_in / torch.where(b > 0, b, torch.ones_like(b))[:, None]     # normalised rows
+    act = torch.relu(Z @ v.T)                                         # (N, n)
+    value = torch.einsum("nd,di,ni->i", G.to(Z.dtype), u, act)        # Tr[G^T u_i sigma(v_i z)]
+    value = torch.where(alive, value, torch.full_like(value, float("inf")))
+    i = int(torch.argmin(value))
+    n = W_in.shape[0]
+    e = torch.zeros(n, dtype=W_in.dtype)
+    e[0] = 1.0
+    new = Ws[: L - 2]
+    new.append(S ** 0.5 * torch.outer(e, v[i]))
+    new += [torch.outer(e, e) for _ in range(k)]
+    new.append(S ** 0.5 * torch.outer(u[:, i], e))
+    return new

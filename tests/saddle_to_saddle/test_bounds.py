@@ -1,0 +1,77 @@
+"""The bound calculators of Theorem 3.1 and Propositions 3.3-3.4."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+import torch
+
+from implicit_bias import models
+from implicit_bias.saddle_to_saddle import bounds, structure
+from implicit_bias.saddle_to_saddle import localized as lo
+
+
+def test_theorem31_forms_agree_and_vacuity_threshold() -> None:
+    g = torch.Generator().manual_seed(0)
+    X = torch.randn(20, 5, generator=g, dtype=torch.float64)
+    G = torch.randn(20, 3, generator=g, dtype=torch.float64)
+    s = 0.9 * float(X.norm() * G.norm())
+    k = bounds.kappa(X, G, s)
+    c = bounds.theorem31_c(k)
+    assert c == pytest.approx(k * math.sqrt(2 * math.log(k)))
+    layers = torch.arange(1, 40)
+    assert torch.allclose(bounds.theorem31_bound(layers, c), bounds.theorem31_appendix_bound(layers, X, G, s))
+    b = bounds.theorem31_bound(layers, c)
+    below_one = layers[b < 1]
+    assert int(below_one.min()) == math.floor(bounds.vacuity_depth(c)) + 1
+    assert math.isinf(float(bounds.theorem31_bound(1, 2.0)))
+    assert bounds.theorem31_c(1.0) == 0.0
+
+
+def test_prop33_bound() -> None:
+    G = torch.ones(4, 1, dtype=torch.float64)                       # ||G|| = 2
+    assert bounds.prop33_bound(G, 1.0, 0.1) == pytest.approx(8 * 2 * 0.1 / 0.8)
+    assert math.isinf(bounds.prop33_bound(G, 1.0, 0.6))
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_prop34_key_inequality_holds_in_the_ball_and_fails_outside(seed: int) -> None:
+    g = torch.Generator().manual_seed(seed)
+    X = torch.randn(30, 6, generator=g, dtype=torch.float64)
+    G = torch.randn(30, 2, generator=g, dtype=torch.float64)
+    L = 4
+    Ws = models.gaussian_weights([6, 8, 8, 8, 2], 1.0, (64,), generator=g)
+    Ws = lo.to_sphere(Ws)
+    Ws[-1] = Ws[-1] * torch.sign(lo.localized_loss(Ws, X, G))[:, None, None] * -1   # make L_0 < 0
+    s0 = lo.speed(Ws, X, G)
+    st = structure.layer_structure(Ws, X)
+    lhs, rhs = bounds.prop34_sides(st.srank_Z, X, G, s0)
+    assert bool((lhs <= rhs + 1e-9).all())
+
+
+def test_prop34_key_inequality_is_tight_for_rank_one_data_and_fails_outside_the_ball() -> None:
+    """X = u v^T, G = -g v^T with u, v, g >= 0: the closed-form escape direction reaches
+    ||X|| ||G||, both sides are 0; scaled outside the ball ||theta||^2 <= L it is violated."""
+    g = torch.Generator().manual_seed(7)
+    u = torch.rand(5, generator=g, dtype=torch.float64)
+    v = torch.rand(20, generator=g, dtype=torch.float64)
+    w = torch.rand(3, generator=g, dtype=torch.float64)
+    X, G = torch.outer(v, u), -torch.outer(v, w)                  # rows are samples
+    for L in (2, 3, 5):
+        rho, s1 = lo.closed_form_escape(X, G, L, width=4)
+        assert s1 == pytest.approx(float(X.norm() * G.norm()))
+        lhs, rhs = bounds.prop34_sides(structure.layer_structure(rho, X).srank_Z, X, G, s1)
+        assert float(lhs) == pytest.approx(0.0, abs=1e-9) and float(rhs) == pytest.approx(0.0, abs=1e-9)
+        big = [1.1 * W for W in rho]
+        lhs_b, rhs_b = bounds.prop34_sides(structure.layer_structure(big, X).srank_Z, X, G,
+                                           float(lo.speed(big, X, G)))
+        assert float(lhs_b) > float(rhs_b) + 0.1
+
+
+def test_prop34_threshold() -> None:
+    X = torch.ones(2, 2, dtype=torch.float64)
+    G = torch.ones(2, 1, dtype=torch.float64)
+    assert bounds.prop34_threshold(X, G, 1.0, 0.5, 4) == pytest.approx(2 * math.log(2 * math.sqrt(2)) / 2)
+    with pytest.raises(ValueError):
+        bounds.prop34_threshold(X, G, 1.0, 1.5, 4)

@@ -1,0 +1,66 @@
+"""Training runs of the MNIST experiment: segments resume exactly, and the cache is used."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+from implicit_bias.saddle_to_saddle import training
+
+
+def blobs(n: int = 120, d: int = 6, k: int = 3, seed: int = 0):
+    g = torch.Generator().manual_seed(seed)
+    y = torch.arange(n) % k
+    return 2 * torch.randn(k, d, generator=g)[y] + torch.randn(n, d, generator=g), y
+
+
+def config(**kw) -> training.RunConfig:
+    base = dict(depth=3, width=8, d_in=6, d_out=3, std=0.1, eta0=0.5, steps=60, batch_size=8, radius=3 ** 0.5,
+                runs=2, seed=1, probe=20, record=5, uniform=6)
+    return training.RunConfig(**(base | kw))
+
+
+def test_standardize_uses_one_scalar_mean_and_deviation() -> None:
+    X = torch.tensor([[0.0, 2.0], [4.0, 6.0]])
+    Z = training.standardize(X)
+    assert abs(float(Z.mean())) < 1e-7 and abs(float(Z.std()) - 1) < 1e-6
+    assert torch.allclose(Z[:, 1] - Z[:, 0], torch.full((2,), float(2 / X.std())))
+
+
+def test_runs_record_loss_and_spectra_on_one_schedule() -> None:
+    X, y = blobs()
+    res = training.train_runs(config(), X, y, progress=False)
+    K = len(res.spectra_steps)
+    assert res.spectra_steps[0] == 0 and res.spectra_steps[-1] == 60
+    assert res.loss_curve.shape == (2, K) and res.batch_loss.shape == (2, 60)
+    assert res.singular_values(2).shape == (K, 2, 8) and res.norms.shape == (K, 2)
+    assert training.second_over_first(res).shape == (K, 2, 3)
+    assert res.at(0) == 0 and res.at(1e9) == K - 1
+
+
+def test_segments_resume_exactly_and_are_cached(tmp_path, monkeypatch) -> None:
+    X, y = blobs()
+    whole = training.train_runs(config(), X, y, progress=False)
+    monkeypatch.setenv("IMPLICIT_BIAS_CACHE", str(tmp_path))
+    split = training.train_runs(config(segment=25), X, y, use_cache=True, progress=False)
+    # segments draw their own mini-batches (seeded by the segment index), so compare a split
+    # run with itself resumed from the cache, and the recorded schedule with the whole run's
+    assert split.spectra_steps == whole.spectra_steps
+    assert len(list(tmp_path.glob("*.pt"))) == 3
+    again = training.train_runs(config(segment=25), X, y, use_cache=True, progress=False)
+    assert all(torch.equal(a, b) for a, b in zip(split.weights, again.weights))
+    assert torch.equal(split.loss_curve, again.loss_curve)
+    # deleting the last segment recomputes only it, with the same result
+    newest = max(tmp_path.glob("*.pt"), key=lambda p: p.stat().st_mtime)
+    newest.unlink()
+    resumed = training.train_runs(config(segment=25), X, y, use_cache=True, progress=False)
+    assert all(torch.equal(a, b) for a, b in zip(split.weights, resumed.weights))
+
+
+def test_balanced_subset() -> None:
+    X, y = blobs(n=30)
+    Xs, ys = training.balanced_subset(X, y, 4)
+    assert ys.tolist() == [0] * 4 + [1] * 4 + [2] * 4
+    assert abs(float(Xs.mean())) < 1e-6
+    with pytest.raises(ValueError, match="fewer than"):
+        training.balanced_subset(X, y, 11)
