@@ -1,0 +1,519 @@
+# ---
+# jupyter:
+#   jupytext:
+#     formats: ipynb,py:percent
+#     text_representation:
+#       extension: .py
+#       format_name: percent
+#   kernelspec:
+#     display_name: Python 3 (ipykernel)
+#     language: python
+#     name: python3
+# ---
+
+# %% [markdown]
+# # Five lenses on one family of networks
+#
+# Each of the five papers of this book looks at deep ReLU networks trained by gradient methods
+# and sees one face of a bias toward low-dimensional structure: conserved quantities that keep
+# the layers balanced and aligned {cite:p}`le2022training`, low-rank weights
+# {cite:p}`timor2023implicit`, a bottleneck of rank-$k$ partial isometries in the middle of deep
+# regularised networks {cite:p}`jacot2023bottleneck`, plateaus from small initialisation that are
+# escaped one rank at a time {cite:p}`bantzis2025saddle`, and predictions that fall back to the
+# optimal constant solution (OCS) as inputs leave the training distribution
+# {cite:p}`kang2024extrapolate`. None of the papers measures the other faces. This page trains
+# **one family** of multilayer perceptrons, as a few batched computations, and reads all five
+# faces off the same runs, with the library's own measuring tools. The {doc}`map <00_map>` shows
+# how the papers' objects connect.
+#
+# The family: ReLU MLPs of width $w$ and depth $L$ (number of weight matrices), trained by full-batch
+# gradient descent (mini-batches on digits) with the stacked engine of
+# `implicit_bias.ensembles`.
+#
+# | arm | task | biases | initialisation | $L_2$ | depths (`ci`) | what it is for |
+# |---|---|---|---|---|---|---|
+# | **small** | synthetic, bottleneck rank $k=2$ | none | small (saddle-to-saddle regime) | none | 4, 6 | plateaus, order of the singular values, conserved quantities |
+# | **reg** | same task | yes (as Jacot) | standard ($\times1.5$) | $\lambda$ small | 4, 6, 8, 10 | learned rank, bottleneck, norm against depth |
+# | **plain** | same task | none | standard ($\times1.5$) | none | 4, 8 | controls (no regularisation, no small init) |
+# | **digits** | sklearn digits, 10 classes | yes | He-normal | $10^{-4}$ | 2, 4, 8 | distance to the OCS and late-layer norms under blur, contrast, noise |
+#
+# The synthetic task is Jacot's (Appendix E of {cite:t}`jacot2023bottleneck`, built by
+# `implicit_bias.bottleneck.tasks`): inputs $x=g(z)\in\mathbb R^{20}$ of a latent
+# $z\in\mathbb R^8$, targets $y=h(z_1,z_2)\in\mathbb R^{20}$, so the map $x\mapsto y$ factors
+# through two dimensions.
+
+# %% [markdown]
+# ## Predictions, written before the runs
+#
+# These predictions were written (and committed) before this chapter was executed for the first
+# time; the git history of this file is the evidence. Pilot runs on seed 0's synthetic task, done
+# while choosing the settings of the **small** arm (initialisation scale and number of steps, so
+# that training escapes the origin within the CPU budget), had shown that at depth 4 the
+# singular values of the middle layer rise one after the other while the loss curve shows only one
+# long plateau. Each prediction names the outcome that makes it **fail**; a failed prediction
+# stays on this page, with the claim rewritten to state what the runs show (bearing
+# `contradicts`).
+#
+# **P1 (saddles and bottleneck count the same thing).** From small initialisation without
+# regularisation, the middle weight matrix acquires its singular values one at a time; the number
+# of values it acquires (singular values above 0.5 at the end, Jacot's threshold 0.1 being too
+# low for an unregularised network) equals the rank that the regularised network of the *same
+# depth* learns (the number of singular values above 0.1 of its middle weight matrix, the most
+# common value over seeds). *Fails if* the two numbers differ at a depth where both arms fit.
+#
+# **P2 (one direction per plateau).** From small initialisation the singular values of the middle
+# layer appear in order, separated in time: $s_1$ crosses $0.5$ at least 5% of the run before
+# $s_2$ does, and when $s_1$ crosses, the layer is close to rank one ($s_2/s_1<0.3$), the
+# rank-one escape of {cite:t}`bantzis2025saddle`. *Fails if* in any run two values cross within
+# 5% of the run or $s_2/s_1\ge0.3$ at the first crossing.
+#
+# **P3 (the layer norms gradient flow keeps equal are the ones the bottleneck theory predicts).**
+# (a) Without regularisation, gradient descent keeps every difference
+# $\lVert W_{\ell+1}\rVert_F^2-\lVert W_\ell\rVert_F^2$ at its initial value (a conserved
+# quantity of bias-free ReLU networks): from small initialisation the final layer norms agree to
+# within 5% of their mean. (b) With $L_2$ regularisation the critical points are balanced, and in
+# the bottleneck the layers are rank-$k$ partial isometries, so $\lVert W_\ell\rVert_F^2\approx k$:
+# in the deepest regularised networks that fit, the middle layers have
+# $\lVert W_\ell\rVert_F^2$ within 20% of the learned rank, and the summed balancedness residual
+# is below 5% of $\lVert\theta\rVert^2/L$. *Fails if* any of these bounds is exceeded.
+#
+# **P4 (alignment and rank).** The top singular directions of adjacent middle layers align
+# ($|\langle u_1(W_\ell),v_1(W_{\ell+1})\rangle|>0.9$, median over the middle layers and runs) in
+# the small-initialisation runs and in the deep regularised runs, while at initialisation they do
+# not ($<0.5$); and the stable rank of the middle layer of the regularised networks falls with
+# depth. *Fails if* the median alignment is at most 0.9 in either arm, or the stable rank rises
+# with depth (positive Spearman correlation).
+#
+# **P5 (norm against depth).** Over the regularised depths whose networks learn the same rank
+# $k$, $\lVert\theta\rVert^2$ grows with depth with slope within $k\pm0.75$ (Jacot's $kL$ law).
+# *Fails if* the slope leaves that band (or no two depths share a rank).
+#
+# **P6 (deeper networks revert to the OCS faster).** On digits, as the shift severity grows from 0
+# to 5, the mean KL divergence from the predicted distribution to the OCS shrinks by a larger
+# factor for depth 8 than for depth 2 (deeper networks have a longer low-rank bottleneck, so
+# shifted inputs project less onto the few directions the network uses). *Fails if* this holds for
+# fewer than two of the three shifts (blur, contrast, clipped noise).
+#
+# **P7 (late-layer norms shrink).** For the same shifts at severity 5, the mean squared norm of the
+# last hidden layer's features is smaller than on the training set at every depth (the mechanism
+# of {cite:t}`kang2024extrapolate`). *Fails if* the ratio is $\ge1$ for any depth and shift. A
+# negative control: unclipped Gaussian noise, a known failure mode, should raise the ratio above 1.
+
+# %% tags=["parameters"]
+profile = "ci"   # "ci": CPU, under a minute; "full": deeper and wider networks (GPU, cached, resumable)
+seed = 0
+device = "auto"
+
+# %%
+PROFILES = {
+    # n: synthetic training points; width: hidden width of the synthetic arms; k: bottleneck rank
+    # of the task; small_*: depths, initialisation scales (x PyTorch's default), GD steps and
+    # record interval of the small arm; reg_*: depths, lambda, steps, init scale of the
+    # regularised arm (lr = 2 / L everywhere); plain_depths: the unregularised standard-init
+    # control; seeds: networks per cell; dg_*: the digits arm (width, depths, L2, SGD steps,
+    # batch, learning rate, seeds)
+    "ci": dict(n=128, width=32, k=2, small_depths=(4, 6), small_init=(0.1, 0.35), small_steps=6000,
+               record=30, reg_depths=(4, 6, 8, 10), lam=5e-3, reg_steps=5000, reg_init=1.5,
+               plain_depths=(4, 8), plain_steps=3000, seeds=3,
+               dg_width=48, dg_depths=(2, 4, 8), dg_lam=1e-4, dg_steps=1500, dg_batch=128, dg_lr=0.05,
+               dg_seeds=3, cache=False),
+    "full": dict(n=1000, width=256, k=2, small_depths=(4, 6, 8), small_init=(0.05, 0.25, 0.45),
+                 small_steps=60_000, record=100, reg_depths=tuple(range(4, 25, 2)), lam=1e-3,
+                 reg_steps=60_000, reg_init=1.5, plain_depths=(4, 8, 12), plain_steps=20_000, seeds=5,
+                 dg_width=256, dg_depths=(2, 4, 8, 12, 16, 24), dg_lam=1e-4, dg_steps=20_000, dg_batch=128,
+                 dg_lr=0.05, dg_seeds=5, cache=True),
+}
+
+# %%
+import matplotlib.pyplot as plt
+import numpy as np
+import torch
+from myst_nb import glue
+
+from implicit_bias import cache, data, ensembles, models, plotting, spectra, train
+from implicit_bias.bottleneck import structure, sweeps, tasks
+from implicit_bias.chapter import start_chapter
+from implicit_bias.claims import Ledger
+from implicit_bias.extrapolation import ocs
+
+P, dev = start_chapter(PROFILES, profile=profile, seed=seed, device=device)
+ledger = Ledger("synthesis/01_five_lenses")
+D = torch.float64
+K = P["k"]
+task = tasks.bottleneck_rank_task(P["n"], 256, k=K, seed=seed)
+X, Y = task.X, task.Y
+d_in, d_out = X.shape[1], Y.shape[1]
+seeds = [100 * seed + s for s in range(P["seeds"])]
+for key in ("n", "width", "seeds", "lam", "small_steps", "reg_steps", "dg_steps", "dg_width"):
+    glue(f"syn-{key}", P[key], display=False)
+glue("syn-small-depths", ", ".join(map(str, P["small_depths"])), display=False)
+glue("syn-reg-depths", ", ".join(map(str, P["reg_depths"])), display=False)
+glue("syn-dg-depths", ", ".join(map(str, P["dg_depths"])), display=False)
+
+# %% [markdown]
+# :::{important}
+# **What profile `ci` cuts.** Width {glue:text}`syn-width`, $N=$ {glue:text}`syn-n` synthetic
+# points, {glue:text}`syn-seeds` seeds per cell; the small arm at depths
+# {glue:text}`syn-small-depths` ({glue:text}`syn-small_steps` steps), the regularised arm at depths
+# {glue:text}`syn-reg-depths` with $\lambda=$ {glue:text}`syn-lam` ({glue:text}`syn-reg_steps`
+# steps; Jacot uses $\lambda=10^{-3}$ and depths past 20), digits MLPs of width
+# {glue:text}`syn-dg_width` at depths {glue:text}`syn-dg-depths` ({glue:text}`syn-dg_steps` SGD
+# steps). Profile `full` goes to depth 24 with width 256 and five seeds; it needs a GPU, is
+# resumable through `implicit_bias.cache`, and was **not run** for this page (no GPU was
+# available).
+# :::
+#
+# ## The runs
+#
+# The **small** arm records the top singular values of the middle weight matrix
+# $W_{\lceil L/2\rceil}$ and all layer norms every few steps; the other arms are measured at the
+# end.
+
+# %%
+def middle(L: int) -> int:
+    return structure.middle_index(L)
+
+
+def train_small(L: int, init_scale: float) -> dict:
+    """Bias-free ReLU MLPs from small initialisation, no regularisation, as one ensemble."""
+    ens = ensembles.Ensemble.build(
+        lambda s: models.MLP(d_in, d_out, P["width"], L, bias=False, init_scale=init_scale), seeds=seeds,
+        device=dev)
+    W0 = [W.detach().to("cpu", D).clone() for W in ens.weight_matrices()]
+    mid = middle(L)
+    metrics = {"s": lambda e: torch.linalg.svdvals(e.weight_matrices()[mid])[:, :4],
+               "norms": lambda e: torch.stack([W.pow(2).sum((-2, -1)) for W in e.weight_matrices()], -1)}
+    hist = ensembles.train_ensemble(ens, X.float().to(dev), Y.float().to(dev), loss="half_mse",
+                                    steps=P["small_steps"], lr=2.0 / L, record_every=P["record"],
+                                    metrics=metrics, on_diverge="record", desc=f"small L={L}")
+    steps = torch.tensor(hist.record_steps, dtype=D)
+    return dict(W0=W0, W=[W.detach().to("cpu", D) for W in ens.weight_matrices()], steps=steps,
+                loss=hist.loss[:, hist.record_steps].to(D), s=hist.stacked("s").to(D),
+                norms=hist.stacked("norms").to(D), diverged=hist.diverged.clone())
+
+
+def train_plain(L: int) -> list[torch.Tensor]:
+    """Bias-free ReLU MLPs from standard initialisation without regularisation (a control)."""
+    ens = ensembles.Ensemble.build(
+        lambda s: models.MLP(d_in, d_out, P["width"], L, bias=False, init_scale=P["reg_init"]), seeds=seeds,
+        device=dev)
+    init = [W.detach().to("cpu", D).clone() for W in ens.weight_matrices()]
+    ensembles.train_ensemble(ens, X.float().to(dev), Y.float().to(dev), loss="half_mse", steps=P["plain_steps"],
+                             lr=2.0 / L, on_diverge="record", progress=False)
+    return init, [W.detach().to("cpu", D) for W in ens.weight_matrices()]
+
+
+small = {L: cache.cached("synthesis-small", dict(L=L, init=sc, seeds=seeds, **{k: P[k] for k in
+                         ("n", "width", "small_steps", "record")}), lambda L=L, sc=sc: train_small(L, sc),
+                         enabled=P["cache"])
+         for L, sc in zip(P["small_depths"], P["small_init"])}
+reg = sweeps.depth_sweep(X, Y, P["reg_depths"], seeds, P["width"], P["lam"], P["reg_steps"], 2.0,
+                         P["reg_init"], torch.float32, dev, use_cache=P["cache"], name="synthesis-reg")
+plain = {L: cache.cached("synthesis-plain", dict(L=L, seeds=seeds, **{k: P[k] for k in
+                         ("n", "width", "plain_steps", "reg_init")}), lambda L=L: train_plain(L),
+                         enabled=P["cache"])
+         for L in P["plain_depths"]}
+
+# %% [markdown]
+# ## Saddles and the bottleneck: P1 and P2
+#
+# For every small-initialisation run: the training loss, and the four largest singular values of
+# the middle weight matrix against time. The plateau detector of the saddle-to-saddle part
+# (`train.detect_plateaus`) counts the saddles on the loss curve; the crossing times of
+# $s_i=0.5$ give the order in which the singular values appear.
+
+# %%
+def crossings(s: torch.Tensor, level: float = 0.5) -> list[float]:
+    """First record index at which each singular value exceeds ``level`` (inf if never)."""
+    out = []
+    for i in range(s.shape[-1]):
+        hit = (s[:, i] > level).nonzero()
+        out.append(float(hit[0]) if len(hit) else float("inf"))
+    return out
+
+
+rows = []
+fig, axes = plotting.subplots(ncols=2 * len(small), height=3.0)
+for j, (L, run) in enumerate(small.items()):
+    T = run["steps"]
+    for r in range(len(seeds)):
+        cross = crossings(run["s"][:, r])
+        first = int(cross[0]) if np.isfinite(cross[0]) else len(T) - 1
+        found = train.detect_plateaus(T, run["loss"][r], floor=0.0)
+        s_mid = spectra.singular_values(run["W"][middle(L)][r])
+        rows.append(dict(L=L, r=r, saddles=found.n_saddles, acquired=int((s_mid > 0.5).sum()),
+                         gap=(cross[1] - cross[0]) / len(T), ratio_at_first=float(run["s"][first, r, 1] /
+                                                                                  run["s"][first, r, 0]),
+                         fit=float(run["loss"][r, -1] / run["loss"][r, 0])))
+        axes[2 * j].semilogy(T, run["loss"][r], color=plotting.color(r), lw=1)
+        for i in range(4):
+            axes[2 * j + 1].plot(T, run["s"][:, r, i], color=plotting.color(i), lw=1, alpha=0.8,
+                                 label=f"$s_{i + 1}$" if r == 0 else None)
+    axes[2 * j].set(title=f"small init, L={L}: loss", xlabel="step")
+    axes[2 * j + 1].axhline(0.5, color="grey", ls=":", lw=1)
+    axes[2 * j + 1].set(title=f"L={L}: middle-layer singular values", xlabel="step")
+axes[1].legend(fontsize=8)
+plt.show()
+
+learned = {L: torch.stack([structure.layer_ranks(run.member(i)[0], 0.1)[middle(L)]
+                           for i in range(run.seeds)]) for L, run in reg.items()}
+fits = {L: run.cost < 0.1 for L, run in reg.items()}
+for row in rows:
+    print(f"L={row['L']} seed {row['r']}: saddles on the loss curve {row['saddles']}, singular values "
+          f"acquired {row['acquired']}, gap s1->s2 {row['gap']:.2f} of the run, s2/s1 at first crossing "
+          f"{row['ratio_at_first']:.2f}, final/initial loss {row['fit']:.3f}")
+for L in P["reg_depths"]:
+    print(f"regularised L={L}: learned ranks {learned[L].tolist()}, train cost {[round(float(c), 3) for c in reg[L].cost]}")
+
+# %% [markdown]
+# **P1** compares, depth by depth, the number of singular values the unregularised small-init
+# network acquires with the learned rank of the regularised network of the same depth.
+
+# %%
+def mode(values) -> int:
+    vals, counts = torch.unique(torch.as_tensor(values), return_counts=True)
+    return int(vals[counts.argmax()])
+
+
+p1_pairs = []
+for L in P["small_depths"]:
+    acq = [row["acquired"] for row in rows if row["L"] == L]
+    if L in learned:
+        p1_pairs.append((L, mode(acq), mode(learned[L])))
+p1_mismatch = sum(a != b for _, a, b in p1_pairs)
+for L, a, b in p1_pairs:
+    print(f"L={L}: acquired from small init (mode) {a}; learned rank with L2 (mode) {b}")
+glue("syn-p1-pairs", "; ".join(f"$L={L}$: {a} against {b}" for L, a, b in p1_pairs), display=False)
+ledger.close("p1-saddles-equal-rank", "P1", "depths of both arms: number of depths where the singular values "
+             "acquired from small init (mode) differ from the rank learned with L2 (mode)",
+             "0 (prediction P1)", p1_mismatch, 0, atol=0, fmt=".0f", items="p1", bearing="supports")
+
+p2_gap = min(row["gap"] for row in rows)
+p2_ratio = max(row["ratio_at_first"] for row in rows)
+glue("syn-p2-gap", f"{p2_gap:.2f}", display=False)
+glue("syn-p2-ratio", f"{p2_ratio:.2f}", display=False)
+ledger.above("p2-sequential", "P2", "small init: time from s_1 to s_2 crossing 0.5, fraction of the run (smallest "
+             "over runs)", "> 0.05 (prediction P2)", p2_gap, 0.05, fmt=".2f", items="p2", bearing="supports")
+ledger.below("p2-rank-one-escape", "P2", "small init: s_2 / s_1 of the middle layer when s_1 crosses 0.5 "
+             "(largest over runs)", "< 0.3 (prediction P2)", p2_ratio, 0.3, fmt=".2f", items="p2",
+             bearing="supports")
+fit_small = max(row["fit"] for row in rows)
+ledger.below("small-arm-escapes", "control", "small init: final / initial training loss (largest over runs): "
+             "every run leaves the origin", "< 0.5", fit_small, 0.5, fmt=".3f", items="p2", bearing="control")
+
+# %% [markdown]
+# ## Conserved quantities and balancedness: P3
+#
+# For a bias-free ReLU network, gradient flow conserves
+# $\lVert W_{\ell+1}\rVert_F^2-\lVert W_\ell\rVert_F^2$ for every $\ell$
+# ({doc}`invariances chapter 1 </chapters/invariances/01_conserved_quantities>`); gradient descent
+# with a finite step conserves it up to a drift of order the step squared. With $L_2$
+# regularisation, every critical point is balanced neuron by neuron
+# (`models.balancedness_residual`), and Jacot's bottleneck layers are rank-$k$ partial isometries,
+# whose squared Frobenius norm is $k$.
+
+# %%
+def relative_spread(norms: torch.Tensor) -> torch.Tensor:
+    """(max - min) / mean of the layer norms of each network (last axis: layers)."""
+    return (norms.max(-1).values - norms.min(-1).values) / norms.mean(-1)
+
+
+spread_small = torch.cat([relative_spread(run["norms"][-1]) for run in small.values()])
+drift = torch.cat([((run["norms"][-1].diff(dim=-1) - run["norms"][0].diff(dim=-1)).abs().max(-1).values
+                    / run["norms"][-1].mean(-1)) for run in small.values()])
+spread_plain_init = torch.cat([relative_spread(torch.stack([W.pow(2).sum((-2, -1)) for W in init], -1))
+                               for init, _ in plain.values()])
+fitting = [L for L in P["reg_depths"] if bool(fits[L].all())]
+L_deep = max(fitting) if fitting else max(P["reg_depths"])
+run = reg[L_deep]
+k_deep = mode(learned[L_deep])
+mids = range(2, L_deep - 2)      # layers 3..L-2 (1-based): away from both ends
+mid_norms = torch.stack([run.weights[l].pow(2).sum((-2, -1)) for l in mids], -1)   # (seeds, layers)
+mid_norm_err = float(((mid_norms - k_deep).abs() / k_deep).max())
+bal = models.balancedness_residual(run.weights, run.biases)
+bal_rel = float(max((r.sum(-1).abs() / (run.sqnorm / L_deep)).max() for r in bal))
+glue("syn-p3-spread", f"{float(spread_small.max()):.3f}", display=False)
+glue("syn-p3-drift", f"{float(drift.max()):.1e}", display=False)
+glue("syn-p3-Ldeep", L_deep, display=False)
+glue("syn-p3-norm-err", f"{mid_norm_err:.2f}", display=False)
+print(f"small init: final layer-norm spread (largest) {float(spread_small.max()):.3f}; drift of the conserved "
+      f"differences relative to the mean layer norm (largest) {float(drift.max()):.2e}")
+print(f"control, standard init: layer-norm spread at initialisation (smallest) {float(spread_plain_init.min()):.2f}")
+print(f"regularised L={L_deep} (learned rank {k_deep}): middle-layer ||W||_F^2 per seed "
+      f"{mid_norms.numpy().round(2).tolist()}, balancedness residual / (||theta||^2/L) {bal_rel:.3f}")
+ledger.below("p3a-norms-equal", "P3(a)", "small init, no L2: (max - min) / mean of the final layer norms ||W_l||_F^2 "
+             "(largest over runs)", "< 0.05 (prediction P3a)", float(spread_small.max()), 0.05, fmt=".3f",
+             items="p3", bearing="supports")
+ledger.above("p3a-control-spread", "control", "standard init: the same spread at initialisation (smallest) is "
+             "far from 0, so the check can fail", "> 0.2", float(spread_plain_init.min()), 0.2, fmt=".2f",
+             items="p3", bearing="control")
+ledger.below("p3b-isometry-norms", "P3(b)", f"deepest fitting L2 depth: max relative error of ||W_l||_F^2 against "
+             "the learned rank k, middle layers", "< 0.2 (prediction P3b)", mid_norm_err, 0.2, fmt=".2f",
+             items="p3", bearing="supports")
+ledger.below("p3b-balanced", "P3(b)", "deepest fitting L2 depth: |sum of balancedness residuals| / (||theta||^2 / L), "
+             "largest over layers and seeds", "< 0.05 (prediction P3b)", bal_rel, 0.05, fmt=".3f", items="p3",
+             bearing="supports")
+
+# %% [markdown]
+# ## Alignment and rank: P4
+#
+# The alignment of adjacent layers is `spectra.alignment`, $|\langle u_1(W_\ell),
+# v_1(W_{\ell+1})\rangle|$, the quantity of {cite:t}`le2022training`'s alignment theorem; the
+# rank measure is the stable rank $\lVert W\rVert_F^2/\lVert W\rVert_2^2$ of the notation page.
+
+# %%
+def mid_alignments(weights: list[torch.Tensor]) -> torch.Tensor:
+    """Alignment of every adjacent pair of hidden-to-hidden layers, flattened over runs."""
+    L = len(weights)
+    return torch.cat([spectra.alignment(weights[l], weights[l + 1]).flatten() for l in range(1, L - 2)])
+
+
+align_small = torch.cat([mid_alignments(run["W"]) for run in small.values()])
+align_reg = mid_alignments(reg[L_deep].weights)
+align_init = torch.cat([mid_alignments(run["W0"]) for run in small.values()] +
+                       [mid_alignments(init) for init, _ in plain.values()])
+align_plain = torch.cat([mid_alignments(W) for _, W in plain.values()])
+srank = {L: spectra.stable_rank(reg[L].weights[middle(L)]) for L in P["reg_depths"]}
+depth_axis = [L for L in P["reg_depths"] for _ in range(len(seeds))]
+rho = ocs.spearman(depth_axis, torch.cat([srank[L] for L in P["reg_depths"]]))
+glue("syn-p4-small", f"{float(align_small.median()):.2f}", display=False)
+glue("syn-p4-reg", f"{float(align_reg.median()):.2f}", display=False)
+glue("syn-p4-init", f"{float(align_init.median()):.2f}", display=False)
+glue("syn-p4-plain", f"{float(align_plain.median()):.2f}", display=False)
+glue("syn-p4-rho", f"{rho:.2f}", display=False)
+print(f"median alignment of adjacent middle layers: small init {float(align_small.median()):.2f}, "
+      f"regularised L={L_deep} {float(align_reg.median()):.2f}, standard init without L2 {float(align_plain.median()):.2f}, "
+      f"at initialisation {float(align_init.median()):.2f}")
+print("stable rank of the middle layer, regularised arm:",
+      {L: [round(float(v), 2) for v in srank[L]] for L in P["reg_depths"]}, f"Spearman vs depth {rho:.2f}")
+ledger.above("p4-aligned-small", "P4", "small init: median alignment of adjacent middle layers",
+             "> 0.9 (prediction P4)", float(align_small.median()), 0.9, fmt=".2f", items="p4", bearing="supports")
+ledger.above("p4-aligned-reg", "P4", f"L2, depth {L_deep}: median alignment of adjacent middle layers",
+             "> 0.9 (prediction P4)", float(align_reg.median()), 0.9, fmt=".2f", items="p4", bearing="supports")
+ledger.below("p4-init-control", "control", "at initialisation: median alignment of adjacent middle layers (the "
+             "check can fail)", "< 0.5", float(align_init.median()), 0.5, fmt=".2f", items="p4", bearing="control")
+ledger.below("p4-srank-falls", "P4", "L2: Spearman correlation of the middle layer's stable rank with depth",
+             "< 0 (prediction P4)", rho, 0.0, fmt=".2f", items="p4", bearing="supports")
+
+# %% [markdown]
+# ## Norm against depth: P5
+#
+# Jacot's Figure 1(a) law: within a range of depths where the networks learn rank $k$, the squared
+# parameter norm grows like $kL$.
+
+# %%
+same_rank = [L for L in fitting if mode(learned[L]) == k_deep]
+if len(same_rank) >= 2:
+    xs = [L for L in same_rank for i in range(len(seeds)) if int(learned[L][i]) == k_deep]
+    ys = [float(reg[L].sqnorm[i]) for L in same_rank for i in range(len(seeds)) if int(learned[L][i]) == k_deep]
+    slope, intercept = structure.affine_fit(xs, ys)
+else:
+    slope, intercept = float("nan"), float("nan")
+fig, ax = plotting.subplots(ncols=1, height=3.0)
+for L in P["reg_depths"]:
+    ax.scatter([L] * len(seeds), reg[L].sqnorm.numpy(), c=[plotting.color(int(r)) for r in learned[L]], s=18)
+ax.set(xlabel="depth L", ylabel=r"$\|\theta\|^2$", title="regularised arm (colour: learned rank)")
+plt.show()
+glue("syn-p5-slope", f"{slope:.2f}", display=False)
+glue("syn-p5-depths", ", ".join(map(str, same_rank)), display=False)
+print(f"depths with learned rank {k_deep}: {same_rank}; slope of ||theta||^2 against L: {slope:.2f}")
+ledger.between("p5-norm-slope", "P5", f"L2: slope of ||theta||^2 against depth over the depths of learned rank k",
+               "within k +- 0.75 (prediction P5)", slope, k_deep - 0.75, k_deep + 0.75, fmt=".2f", items="p5",
+               bearing="supports")
+
+# %% [markdown]
+# ## Extrapolation on digits: P6 and P7
+#
+# The digits arm trains biased ReLU MLPs of depths {glue:text}`syn-dg-depths` with cross-entropy,
+# then evaluates the test images under three shifts at severities 0 to 5 (`data.shift`): the
+# mean KL divergence from the predicted distribution to the OCS (the label marginal,
+# `ocs.distance_to_ocs`) and the ratio of mean squared norms of the last hidden features, shifted
+# over training (`ocs.norm_ratio`).
+
+# %%
+split = data.digits(seed=0, dtype=D)
+Xtr, ytr, Xte, yte = split
+gen = torch.Generator().manual_seed(seed)
+
+
+def make_digits(L: int) -> list[torch.nn.Module]:
+    out = []
+    for s in seeds:
+        torch.manual_seed(s)
+        out.append(models.MLP(64, 10, P["dg_width"], L, init_std=(2 / P["dg_width"]) ** 0.5).to(D))
+    return out
+
+
+def train_digits() -> list[torch.nn.Module]:
+    nets = [m for L in P["dg_depths"] for m in make_digits(L)]
+    ensembles.train_models(nets, Xtr.to(dev), ytr.to(dev), loss="ce", steps=P["dg_steps"], lr=P["dg_lr"],
+                           weight_decay=P["dg_lam"], batch_size=P["dg_batch"], generator=gen, progress=False)
+    return nets
+
+
+nets = cache.cached("synthesis-digits", dict(seeds=seeds, **{k: P[k] for k in P if k.startswith("dg_")}),
+                    train_digits, enabled=P["cache"])
+p_hat = ocs.ocs_cross_entropy(ytr, 10)
+images = Xte.reshape(-1, 1, 8, 8)
+SHIFTS = ("blur", "contrast", "clipped_noise")
+sev = list(range(6))
+kl = {}      # (shift, depth) -> (severities, seeds) mean KL to the OCS
+ratio = {}   # (shift, depth) -> (seeds,) norm ratio at severity 5
+acc = []
+with torch.no_grad():
+    for kind in SHIFTS + ("gaussian_noise",):
+        shifted = [data.shift(images, kind, s, generator=torch.Generator().manual_seed(seed)).reshape(len(Xte), -1)
+                   for s in sev]
+        for L in P["dg_depths"]:
+            group = [m for m in nets if len(m.layers) == L]
+            kl[kind, L] = torch.tensor([[float(ocs.distance_to_ocs(m(x), p_hat, "ce").mean()) for m in group]
+                                        for x in shifted])
+            ratio[kind, L] = torch.tensor([ocs.norm_ratio(m.features(shifted[-1])[-2], m.features(Xtr)[-2])
+                                           for m in group])
+    for m in nets:
+        acc.append(train.accuracy(m, Xte, yte))
+fig, axes = plotting.subplots(ncols=len(SHIFTS), height=3.0)
+for ax, kind in zip(axes, SHIFTS):
+    for j, L in enumerate(P["dg_depths"]):
+        plotting.band(ax, sev, kl[kind, L].T.numpy(), label=f"L={L}", i=j)
+    ax.set(title=kind, xlabel="severity", ylabel="KL(prediction || OCS)")
+axes[0].legend(fontsize=8)
+plt.show()
+
+L_lo, L_hi = min(P["dg_depths"]), max(P["dg_depths"])
+shrink = {(kind, L): float(kl[kind, L][-1].mean() / kl[kind, L][0].mean()) for kind in SHIFTS for L in P["dg_depths"]}
+p6_count = sum(shrink[kind, L_hi] < shrink[kind, L_lo] for kind in SHIFTS)
+for kind in SHIFTS:
+    print(f"{kind}: KL at severity 5 / KL at severity 0: " +
+          ", ".join(f"L={L} {shrink[kind, L]:.2f}" for L in P["dg_depths"]) +
+          "; norm ratio at severity 5: " + ", ".join(f"L={L} {float(ratio[kind, L].max()):.2f}" for L in P["dg_depths"]))
+print("control, unclipped Gaussian noise: norm ratio at severity 5:",
+      ", ".join(f"L={L} {float(ratio['gaussian_noise', L].min()):.2f}" for L in P["dg_depths"]))
+print(f"test accuracy (smallest over networks): {min(acc):.3f}")
+p7_max = max(float(ratio[kind, L].max()) for kind in SHIFTS for L in P["dg_depths"])
+p7_ctrl = min(float(ratio["gaussian_noise", L].min()) for L in P["dg_depths"])
+glue("syn-p6-count", p6_count, display=False)
+glue("syn-p7-max", f"{p7_max:.2f}", display=False)
+glue("syn-p7-ctrl", f"{p7_ctrl:.2f}", display=False)
+glue("syn-acc", f"{min(acc):.3f}", display=False)
+ledger.above("digits-trained", "control", "digits: test accuracy of every network", "> 0.85", min(acc), 0.85,
+             fmt=".3f", items="p6", bearing="control")
+ledger.above("p6-deeper-reverts-faster", "P6", f"digits: shifts (of 3) where KL-to-OCS shrinks by a larger factor "
+             f"at depth {L_hi} than at depth {L_lo}", ">= 2 (prediction P6)", p6_count, 1.5, fmt=".0f", items="p6",
+             bearing="supports")
+ledger.below("p7-late-norms-shrink", "P7", "digits: last-hidden-layer norm ratio, shifted (severity 5) over train, "
+             "largest over shifts, depths and seeds", "< 1 (prediction P7)", p7_max, 1.0, fmt=".2f", items="p7",
+             bearing="supports")
+ledger.above("p7-noise-control", "control", "unclipped Gaussian noise at severity 5: the same ratio (smallest): "
+             "the check can fail", "> 1", p7_ctrl, 1.0, fmt=".2f", items="p7", bearing="control")
+
+# %% [markdown]
+# ## What the five lenses show together
+#
+# (Written after the runs; every number is computed above.)
+#
+# ## Claims
+
+# %%
+# NBVAL_CHECK_OUTPUT
+ledger.report()
