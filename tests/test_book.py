@@ -17,6 +17,7 @@ import yaml
 
 from implicit_bias import book
 from implicit_bias.book import report, scorecards, seeds
+from implicit_bias.claims import Claim
 
 ROOT = book.ROOT
 CHAPTERS = book.all_chapters()
@@ -179,3 +180,21 @@ def test_seed_sweep_parts_can_be_swept_on_different_seeds():
     assert "seeds 0-4" in page and "1 chapter(s) were swept on fewer seeds" in page
     assert "| `c` | 1 / 1 | - |" in page and "| `d` | 4 / 5 | 3 |" in page
     assert "**1 of 2 claims hold on every seed**" in page
+
+
+def test_a_part_without_a_paper_gets_a_scorecard(tmp_path: Path):
+    """``paper: null`` (the synthesis part): the items load, and the scorecard and the errata list
+    name the part without a citation."""
+    folder = tmp_path / scorecards.ITEMS_FOLDER
+    folder.mkdir(parents=True)
+    (folder / "synthesis.yml").write_text(
+        "paper: null\ntitle: Predictions\nshort: Synthesis\n"
+        "items:\n  - {id: p1, title: A prediction, where: P1, kind: claim}\n")
+    paper = scorecards.load_papers(tmp_path)["synthesis"]
+    assert paper.key is None and paper.short == "Synthesis"
+    card = "\n".join(scorecards.render_scorecard(paper, scorecards.statuses(paper, [])))
+    assert "cite" not in card and "no paper" in card and "not tested" in card
+    claim = Claim("p1-x", "P1", "s", "p", "0", "0", True, items=("p1",), bearing="contradicts")
+    cited = [scorecards.CitedClaim("chapters/synthesis/01_x", claim)]
+    lines = scorecards.render_contradicted({"synthesis": paper}, cited, ["synthesis"])
+    assert lines[0] == "**Synthesis**" and "cite" not in "\n".join(lines)
