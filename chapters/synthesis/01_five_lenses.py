@@ -107,17 +107,17 @@ device = "auto"
 # %%
 PROFILES = {
     # n: synthetic training points; width: hidden width of the synthetic arms; k: bottleneck rank
-    # of the task; small_*: depths, initialisation scales (x PyTorch's default), GD steps and
-    # record interval of the small arm; reg_*: depths, lambda, steps, init scale of the
+    # of the task; small_*: depths, initial N(0, std^2) weights, norm-adaptive step eta0 (per depth),
+    # GD steps of the small arm; record: its record interval; reg_*: depths, lambda, steps, init scale of the
     # regularised arm (lr = 2 / L everywhere); plain_depths: the unregularised standard-init
     # control; seeds: networks per cell; dg_*: the digits arm (width, depths, L2, SGD steps,
     # batch, learning rate, seeds)
-    "ci": dict(n=128, width=32, k=2, small_depths=(4, 6), small_init=(0.1, 0.35), small_steps=6000,
-               record=30, reg_depths=(4, 6, 8, 10), lam=5e-3, reg_steps=5000, reg_init=1.5,
+    "ci": dict(n=128, width=32, k=2, small_depths=(4, 6), small_std=0.02, small_eta=(0.3, 1.0), small_steps=8000,
+               record=40, reg_depths=(4, 6, 8, 10), lam=5e-3, reg_steps=5000, reg_init=1.5,
                plain_depths=(4, 8), plain_steps=3000, seeds=3,
                dg_width=48, dg_depths=(2, 4, 8), dg_lam=1e-4, dg_steps=1500, dg_batch=128, dg_lr=0.05,
                dg_seeds=3, cache=False),
-    "full": dict(n=1000, width=256, k=2, small_depths=(4, 6, 8), small_init=(0.05, 0.25, 0.45),
+    "full": dict(n=1000, width=256, k=2, small_depths=(4, 6, 8), small_std=0.005, small_eta=(0.3, 1.0, 1.0),
                  small_steps=60_000, record=100, reg_depths=tuple(range(4, 25, 2)), lam=1e-3,
                  reg_steps=60_000, reg_init=1.5, plain_depths=(4, 8, 12), plain_steps=20_000, seeds=5,
                  dg_width=256, dg_depths=(2, 4, 8, 12, 16, 24), dg_lam=1e-4, dg_steps=20_000, dg_batch=128,
@@ -174,22 +174,27 @@ def middle(L: int) -> int:
     return structure.middle_index(L)
 
 
-def train_small(L: int, init_scale: float) -> dict:
-    """Bias-free ReLU MLPs from small initialisation, no regularisation, as one ensemble."""
-    ens = ensembles.Ensemble.build(
-        lambda s: models.MLP(d_in, d_out, P["width"], L, bias=False, init_scale=init_scale), seeds=seeds,
-        device=dev)
-    W0 = [W.detach().to("cpu", D).clone() for W in ens.weight_matrices()]
+def train_small(L: int, eta0: float) -> dict:
+    """Bias-free ReLU MLPs from small Gaussian initialisation, no regularisation, trained together
+    by gradient descent with the saddle-to-saddle part's norm-adaptive step
+    ``eta0 (||theta|| / sqrt(L))^(2 - L)`` (`train.train_norm_adaptive`): the time change of
+    Bantzis, Simon & Jacot, without which a depth-6 network does not leave the origin in a CPU
+    budget."""
+    gen = torch.Generator().manual_seed(seed)
+    dims = [d_in] + [P["width"]] * (L - 1) + [d_out]
+    W = models.gaussian_weights(dims, P["small_std"], batch_shape=(len(seeds),), generator=gen,
+                                dtype=torch.float32, device=dev)
+    W0 = [w.detach().to("cpu", D).clone() for w in W]
     mid = middle(L)
-    metrics = {"s": lambda e: torch.linalg.svdvals(e.weight_matrices()[mid])[:, :4],
-               "norms": lambda e: torch.stack([W.pow(2).sum((-2, -1)) for W in e.weight_matrices()], -1)}
-    hist = ensembles.train_ensemble(ens, X.float().to(dev), Y.float().to(dev), loss="half_mse",
-                                    steps=P["small_steps"], lr=2.0 / L, record_every=P["record"],
-                                    metrics=metrics, on_diverge="record", desc=f"small L={L}")
-    steps = torch.tensor(hist.record_steps, dtype=D)
-    return dict(W0=W0, W=[W.detach().to("cpu", D) for W in ens.weight_matrices()], steps=steps,
+    metrics = {"s": lambda Ws: torch.linalg.svdvals(Ws[mid])[:, :4],
+               "norms": lambda Ws: torch.stack([w.pow(2).sum((-2, -1)) for w in Ws], -1)}
+    hist = train.train_norm_adaptive(W, X.float().to(dev), Y.float().to(dev), loss="half_mse",
+                                     steps=P["small_steps"], eta0=eta0, radius=L ** 0.5,
+                                     record_steps=range(0, P["small_steps"] + 1, P["record"]),
+                                     metrics=metrics, desc=f"small L={L}")
+    return dict(W0=W0, W=[w.detach().to("cpu", D) for w in W], steps=torch.tensor(hist.record_steps, dtype=D),
                 loss=hist.loss[:, hist.record_steps].to(D), s=hist.stacked("s").to(D),
-                norms=hist.stacked("norms").to(D), diverged=hist.diverged.clone())
+                norms=hist.stacked("norms").to(D))
 
 
 def train_plain(L: int) -> list[torch.Tensor]:
@@ -203,10 +208,10 @@ def train_plain(L: int) -> list[torch.Tensor]:
     return init, [W.detach().to("cpu", D) for W in ens.weight_matrices()]
 
 
-small = {L: cache.cached("synthesis-small", dict(L=L, init=sc, seeds=seeds, **{k: P[k] for k in
-                         ("n", "width", "small_steps", "record")}), lambda L=L, sc=sc: train_small(L, sc),
+small = {L: cache.cached("synthesis-small", dict(L=L, eta0=eta0, seeds=seeds, **{k: P[k] for k in
+                         ("n", "width", "small_steps", "small_std", "record")}), lambda L=L, eta0=eta0: train_small(L, eta0),
                          enabled=P["cache"])
-         for L, sc in zip(P["small_depths"], P["small_init"])}
+         for L, eta0 in zip(P["small_depths"], P["small_eta"])}
 reg = sweeps.depth_sweep(X, Y, P["reg_depths"], seeds, P["width"], P["lam"], P["reg_steps"], 2.0,
                          P["reg_init"], torch.float32, dev, use_cache=P["cache"], name="synthesis-reg")
 plain = {L: cache.cached("synthesis-plain", dict(L=L, seeds=seeds, **{k: P[k] for k in
@@ -402,10 +407,12 @@ ledger.below("p4-srank-falls", "P4", "L2: Spearman correlation of the middle lay
 # parameter norm grows like $kL$.
 
 # %%
-same_rank = [L for L in fitting if mode(learned[L]) == k_deep]
+depth_rank = {L: mode(learned[L]) for L in P["reg_depths"]}
+k_shared = mode(list(depth_rank.values()))     # the rank learned (mode over seeds) at the most depths
+same_rank = [L for L in P["reg_depths"] if depth_rank[L] == k_shared]
 if len(same_rank) >= 2:
-    xs = [L for L in same_rank for i in range(len(seeds)) if int(learned[L][i]) == k_deep]
-    ys = [float(reg[L].sqnorm[i]) for L in same_rank for i in range(len(seeds)) if int(learned[L][i]) == k_deep]
+    xs = [L for L in same_rank for i in range(len(seeds)) if int(learned[L][i]) == k_shared]
+    ys = [float(reg[L].sqnorm[i]) for L in same_rank for i in range(len(seeds)) if int(learned[L][i]) == k_shared]
     slope, intercept = structure.affine_fit(xs, ys)
 else:
     slope, intercept = float("nan"), float("nan")
@@ -416,9 +423,9 @@ ax.set(xlabel="depth L", ylabel=r"$\|\theta\|^2$", title="regularised arm (colou
 plt.show()
 glue("syn-p5-slope", f"{slope:.2f}", display=False)
 glue("syn-p5-depths", ", ".join(map(str, same_rank)), display=False)
-print(f"depths with learned rank {k_deep}: {same_rank}; slope of ||theta||^2 against L: {slope:.2f}")
+print(f"depths with learned rank {k_shared}: {same_rank}; slope of ||theta||^2 against L: {slope:.2f}")
 ledger.between("p5-norm-slope", "P5", f"L2: slope of ||theta||^2 against depth over the depths of learned rank k",
-               "within k +- 0.75 (prediction P5)", slope, k_deep - 0.75, k_deep + 0.75, fmt=".2f", items="p5",
+               "within k +- 0.75 (prediction P5)", slope, k_shared - 0.75, k_shared + 0.75, fmt=".2f", items="p5",
                bearing="supports")
 
 # %% [markdown]
