@@ -198,3 +198,20 @@ def test_a_part_without_a_paper_gets_a_scorecard(tmp_path: Path):
     cited = [scorecards.CitedClaim("chapters/synthesis/01_x", claim)]
     lines = scorecards.render_contradicted({"synthesis": paper}, cited, ["synthesis"])
     assert lines[0] == "**Synthesis**" and "cite" not in "\n".join(lines)
+
+
+def test_map_is_current_and_names_every_part():
+    """book/generated/map.svg is the picture implicit_bias.book.map draws from its data, and the
+    map has a box for every part of the book (the parts are the chapter folders)."""
+    from implicit_bias.book import map as book_map
+
+    path = ROOT / book_map.MAP_PATH
+    assert path.exists() and path.read_text() == book_map.render_map_svg(), \
+        "book/generated/map.svg is stale: run python -m implicit_bias.book.map"
+    folders = {p.parent.name for p in CHAPTERS}
+    assert folders == {n.part for n in book_map.NODES}, "the map's boxes do not match the parts"
+    page = (ROOT / "book" / "map.md").read_text()
+    for py in CHAPTERS:   # the map page links every chapter and every part's scorecard
+        assert f"</{py.relative_to(ROOT).with_suffix('')}>" in page, f"book/map.md does not link {py.stem}"
+    for part in folders:
+        assert "{ref}`scorecard-" + part.replace("_", "-") + "`" in page, f"book/map.md lacks the {part} scorecard"

@@ -201,6 +201,7 @@ def render_scorecard(paper: Paper, rows: Sequence[ItemStatus]) -> list[str]:
     n = counts(rows)
     summary = ", ".join(f"{n[s]} {s}" for s in STATUSES if n[s])
     lines = [
+        f"(scorecard-{paper.part.replace('_', '-')})=",   # target of {ref} links (the map page)
         f"### {paper.short}: {paper.title}",
         "",
         f"{len(rows)} checkable items ({summary}); "
