@@ -112,12 +112,12 @@ PROFILES = {
     # regularised arm (lr = 2 / L everywhere); plain_depths: the unregularised standard-init
     # control; seeds: networks per cell; dg_*: the digits arm (width, depths, L2, SGD steps,
     # batch, learning rate, seeds)
-    "ci": dict(n=128, width=32, k=2, small_depths=(4, 6), small_std=0.02, small_eta=(0.3, 1.0), small_steps=8000,
+    "ci": dict(n=128, width=32, k=2, small_depths=(4, 6), small_std=0.02, small_eta=(0.3, 1.5), small_steps=8000,
                record=40, reg_depths=(4, 6, 8, 10), lam=5e-3, reg_steps=5000, reg_init=1.5,
                plain_depths=(4, 8), plain_steps=3000, seeds=3,
                dg_width=48, dg_depths=(2, 4, 8), dg_lam=1e-4, dg_steps=1500, dg_batch=128, dg_lr=0.05,
                dg_seeds=3, cache=False),
-    "full": dict(n=1000, width=256, k=2, small_depths=(4, 6, 8), small_std=0.005, small_eta=(0.3, 1.0, 1.0),
+    "full": dict(n=1000, width=256, k=2, small_depths=(4, 6, 8), small_std=0.005, small_eta=(0.3, 1.5, 1.5),
                  small_steps=60_000, record=100, reg_depths=tuple(range(4, 25, 2)), lam=1e-3,
                  reg_steps=60_000, reg_init=1.5, plain_depths=(4, 8, 12), plain_steps=20_000, seeds=5,
                  dg_width=256, dg_depths=(2, 4, 8, 12, 16, 24), dg_lam=1e-4, dg_steps=20_000, dg_batch=128,
@@ -285,23 +285,25 @@ for L in P["small_depths"]:
     acq = [row["acquired"] for row in rows if row["L"] == L]
     if L in learned:
         p1_pairs.append((L, mode(acq), mode(learned[L])))
-p1_mismatch = sum(a != b for _, a, b in p1_pairs)
+p1_not_fewer = sum(a >= b for _, a, b in p1_pairs)
 for L, a, b in p1_pairs:
     print(f"L={L}: acquired from small init (mode) {a}; learned rank with L2 (mode) {b}")
 glue("syn-p1-pairs", "; ".join(f"$L={L}$: {a} against {b}" for L, a, b in p1_pairs), display=False)
-ledger.close("p1-saddles-equal-rank", "P1", "depths of both arms: number of depths where the singular values "
-             "acquired from small init (mode) differ from the rank learned with L2 (mode)",
-             "0 (prediction P1)", p1_mismatch, 0, atol=0, fmt=".0f", items="p1", bearing="supports")
+ledger.close("p1-fewer-than-l2-rank", "P1", "depths where the small-init network acquires at least as many singular "
+             "values (mode) as the L2 network of the same depth learns (mode); prediction P1 said equal at every depth",
+             "P1 fails: fewer at every depth", p1_not_fewer, 0, atol=0, fmt=".0f", items="p1", bearing="contradicts")
 
 p2_gap = min(row["gap"] for row in rows)
 p2_ratio = max(row["ratio_at_first"] for row in rows)
 glue("syn-p2-gap", f"{p2_gap:.2f}", display=False)
 glue("syn-p2-ratio", f"{p2_ratio:.2f}", display=False)
-ledger.above("p2-sequential", "P2", "small init: time from s_1 to s_2 crossing 0.5, fraction of the run (smallest "
-             "over runs)", "> 0.05 (prediction P2)", p2_gap, 0.05, fmt=".2f", items="p2", bearing="supports")
-ledger.below("p2-rank-one-escape", "P2", "small init: s_2 / s_1 of the middle layer when s_1 crosses 0.5 "
-             "(largest over runs)", "< 0.3 (prediction P2)", p2_ratio, 0.3, fmt=".2f", items="p2",
-             bearing="supports")
+ledger.below("p2-not-one-at-a-time", "P2", "small init: time from s_1 to s_2 crossing 0.5, fraction of the run "
+             "(smallest over runs); prediction P2 said > 0.05 in every run", "P2 fails: < 0.05 in some run", p2_gap,
+             0.05, fmt=".2f", items="p2", bearing="contradicts")
+ledger.above("p2-not-rank-one", "P2", "small init: s_2 / s_1 of the middle layer when s_1 crosses 0.5 (largest over "
+             "runs); prediction P2 said < 0.3 in every run (bound 0.2 set after seeds 0-4)",
+             "P2 fails: second direction >= 0.2 of the first", p2_ratio, 0.2, fmt=".2f", items="p2",
+             bearing="contradicts")
 fit_small = max(row["fit"] for row in rows)
 ledger.below("small-arm-escapes", "control", "small init: final / initial training loss (largest over runs): "
              "every run leaves the origin", "< 0.5", fit_small, 0.5, fmt=".3f", items="p2", bearing="control")
@@ -336,7 +338,8 @@ mids = range(2, L_deep - 2)      # layers 3..L-2 (1-based): away from both ends
 mid_norms = torch.stack([run.weights[l].pow(2).sum((-2, -1)) for l in mids], -1)   # (seeds, layers)
 mid_norm_err = float(((mid_norms - k_deep).abs() / k_deep).max())
 bal = models.balancedness_residual(run.weights, run.biases)
-bal_rel = float(max((r.sum(-1).abs() / (run.sqnorm / L_deep)).max() for r in bal))
+bal_layers = torch.stack([r.sum(-1).abs() / (run.sqnorm / L_deep) for r in bal], -1)   # (seeds, L - 1)
+bal_rel = float(bal_layers.max())
 glue("syn-p3-spread", f"{float(spread_small.max()):.3f}", display=False)
 glue("syn-p3-drift", f"{float(drift.max()):.1e}", display=False)
 glue("syn-p3-Ldeep", L_deep, display=False)
@@ -345,19 +348,21 @@ print(f"small init: final layer-norm spread (largest) {float(spread_small.max())
       f"differences relative to the mean layer norm (largest) {float(drift.max()):.2e}")
 print(f"control, standard init: layer-norm spread at initialisation (smallest) {float(spread_plain_init.min()):.2f}")
 print(f"regularised L={L_deep} (learned rank {k_deep}): middle-layer ||W||_F^2 per seed "
-      f"{mid_norms.numpy().round(2).tolist()}, balancedness residual / (||theta||^2/L) {bal_rel:.3f}")
-ledger.below("p3a-norms-equal", "P3(a)", "small init, no L2: (max - min) / mean of the final layer norms ||W_l||_F^2 "
-             "(largest over runs)", "< 0.05 (prediction P3a)", float(spread_small.max()), 0.05, fmt=".3f",
-             items="p3", bearing="supports")
+      f"{mid_norms.numpy().round(2).tolist()}, balancedness residual / (||theta||^2/L) {bal_rel:.3f}; per layer "
+      f"(largest over seeds) {bal_layers.max(0).values.numpy().round(3).tolist()}")
+ledger.above("p3a-norms-not-equal", "P3(a)", "small init, no L2: (max - min) / mean of the final layer norms "
+             "||W_l||_F^2 (largest over runs); prediction P3(a) said < 0.05", "P3(a) fails: >= 0.05 in some run",
+             float(spread_small.max()), 0.05, fmt=".3f", items="p3", bearing="contradicts")
 ledger.above("p3a-control-spread", "control", "standard init: the same spread at initialisation (smallest) is "
              "far from 0, so the check can fail", "> 0.2", float(spread_plain_init.min()), 0.2, fmt=".2f",
              items="p3", bearing="control")
 ledger.below("p3b-isometry-norms", "P3(b)", f"deepest fitting L2 depth: max relative error of ||W_l||_F^2 against "
-             "the learned rank k, middle layers", "< 0.2 (prediction P3b)", mid_norm_err, 0.2, fmt=".2f",
-             items="p3", bearing="supports")
-ledger.below("p3b-balanced", "P3(b)", "deepest fitting L2 depth: |sum of balancedness residuals| / (||theta||^2 / L), "
-             "largest over layers and seeds", "< 0.05 (prediction P3b)", bal_rel, 0.05, fmt=".3f", items="p3",
-             bearing="supports")
+             "the learned rank k, middle layers; prediction P3(b) said < 0.2 (holds on some seeds only; bound 0.4 "
+             "set after seeds 0-4)", "qualified: < 0.4", mid_norm_err, 0.4, fmt=".2f", items="p3",
+             bearing="qualifies")
+ledger.above("p3b-not-balanced", "P3(b)", "deepest fitting L2 depth: |sum of balancedness residuals| / "
+             "(||theta||^2 / L), largest over layers and seeds; prediction P3(b) said < 0.05",
+             "P3(b) fails: >= 0.05", bal_rel, 0.05, fmt=".3f", items="p3", bearing="contradicts")
 
 # %% [markdown]
 # ## Alignment and rank: P4
@@ -381,10 +386,8 @@ align_plain = torch.cat([mid_alignments(W) for _, W in plain.values()])
 srank = {L: spectra.stable_rank(reg[L].weights[middle(L)]) for L in P["reg_depths"]}
 depth_axis = [L for L in P["reg_depths"] for _ in range(len(seeds))]
 rho = ocs.spearman(depth_axis, torch.cat([srank[L] for L in P["reg_depths"]]))
-glue("syn-p4-small", f"{float(align_small.median()):.2f}", display=False)
-glue("syn-p4-reg", f"{float(align_reg.median()):.2f}", display=False)
-glue("syn-p4-init", f"{float(align_init.median()):.2f}", display=False)
-glue("syn-p4-plain", f"{float(align_plain.median()):.2f}", display=False)
+for name, values in (("small", align_small), ("reg", align_reg), ("init", align_init), ("plain", align_plain)):
+    glue(f"syn-p4-{name}", f"{float(values.median()):.2f}", display=False)
 glue("syn-p4-rho", f"{rho:.2f}", display=False)
 print(f"median alignment of adjacent middle layers: small init {float(align_small.median()):.2f}, "
       f"regularised L={L_deep} {float(align_reg.median()):.2f}, standard init without L2 {float(align_plain.median()):.2f}, "
@@ -397,8 +400,11 @@ ledger.above("p4-aligned-reg", "P4", f"L2, depth {L_deep}: median alignment of a
              "> 0.9 (prediction P4)", float(align_reg.median()), 0.9, fmt=".2f", items="p4", bearing="supports")
 ledger.below("p4-init-control", "control", "at initialisation: median alignment of adjacent middle layers (the "
              "check can fail)", "< 0.5", float(align_init.median()), 0.5, fmt=".2f", items="p4", bearing="control")
-ledger.below("p4-srank-falls", "P4", "L2: Spearman correlation of the middle layer's stable rank with depth",
-             "< 0 (prediction P4)", rho, 0.0, fmt=".2f", items="p4", bearing="supports")
+srank_rise = float(srank[P["reg_depths"][1]].median() - srank[P["reg_depths"][0]].median())
+glue("syn-p4-rise", f"{srank_rise:.2f}", display=False)
+ledger.above("p4-srank-rises", "P4", f"L2: median stable rank of the middle layer at depth {P['reg_depths'][1]} minus "
+             f"at depth {P['reg_depths'][0]}; prediction P4 said it falls with depth (claim set after seeds 0-4)",
+             "P4 fails: it rises", srank_rise, 0.0, fmt=".2f", items="p4", bearing="contradicts")
 
 # %% [markdown]
 # ## Norm against depth: P5
@@ -407,13 +413,18 @@ ledger.below("p4-srank-falls", "P4", "L2: Spearman correlation of the middle lay
 # parameter norm grows like $kL$.
 
 # %%
-depth_rank = {L: mode(learned[L]) for L in P["reg_depths"]}
-k_shared = mode(list(depth_rank.values()))     # the rank learned (mode over seeds) at the most depths
-same_rank = [L for L in P["reg_depths"] if depth_rank[L] == k_shared]
-if len(same_rank) >= 2:
-    xs = [L for L in same_rank for i in range(len(seeds)) if int(learned[L][i]) == k_shared]
-    ys = [float(reg[L].sqnorm[i]) for L in same_rank for i in range(len(seeds)) if int(learned[L][i]) == k_shared]
-    slope, intercept = structure.affine_fit(xs, ys)
+# every network that fits (train cost < 0.1, the bottleneck part's threshold), grouped by its own learned
+# rank; the law is tested on the rank whose fitting networks span at least two depths and are the most
+# numerous (this grouping replaced a per-depth mode after seeds 0-4: see the end of the page)
+fitted = [(L, int(learned[L][i]), float(reg[L].sqnorm[i])) for L in P["reg_depths"] for i in range(len(seeds))
+          if float(reg[L].cost[i]) < 0.1]
+spans = {r: {L for L, q, _ in fitted if q == r} for r in {q for _, q, _ in fitted}}
+candidates = [r for r, Ls in spans.items() if len(Ls) >= 2]
+k_shared = max(candidates, key=lambda r: sum(q == r for _, q, _ in fitted)) if candidates else -1
+same_rank = sorted(spans.get(k_shared, ()))
+if candidates:
+    slope, intercept = structure.affine_fit([L for L, q, _ in fitted if q == k_shared],
+                                            [v for _, q, v in fitted if q == k_shared])
 else:
     slope, intercept = float("nan"), float("nan")
 fig, ax = plotting.subplots(ncols=1, height=3.0)
@@ -424,7 +435,8 @@ plt.show()
 glue("syn-p5-slope", f"{slope:.2f}", display=False)
 glue("syn-p5-depths", ", ".join(map(str, same_rank)), display=False)
 print(f"depths with learned rank {k_shared}: {same_rank}; slope of ||theta||^2 against L: {slope:.2f}")
-ledger.between("p5-norm-slope", "P5", f"L2: slope of ||theta||^2 against depth over the depths of learned rank k",
+ledger.between("p5-norm-slope", "P5", f"L2: slope of ||theta||^2 against depth over the fitting networks of learned "
+               "rank k (grouping by each network's own rank set after seeds 0-4)",
                "within k +- 0.75 (prediction P5)", slope, k_shared - 0.75, k_shared + 0.75, fmt=".2f", items="p5",
                bearing="supports")
 
@@ -490,6 +502,7 @@ plt.show()
 L_lo, L_hi = min(P["dg_depths"]), max(P["dg_depths"])
 shrink = {(kind, L): float(kl[kind, L][-1].mean() / kl[kind, L][0].mean()) for kind in SHIFTS for L in P["dg_depths"]}
 p6_count = sum(shrink[kind, L_hi] < shrink[kind, L_lo] for kind in SHIFTS)
+p6_opposite = sum(shrink[kind, L_hi] > shrink[kind, L_lo] for kind in SHIFTS)
 for kind in SHIFTS:
     print(f"{kind}: KL at severity 5 / KL at severity 0: " +
           ", ".join(f"L={L} {shrink[kind, L]:.2f}" for L in P["dg_depths"]) +
@@ -497,20 +510,25 @@ for kind in SHIFTS:
 print("control, unclipped Gaussian noise: norm ratio at severity 5:",
       ", ".join(f"L={L} {float(ratio['gaussian_noise', L].min()):.2f}" for L in P["dg_depths"]))
 print(f"test accuracy (smallest over networks): {min(acc):.3f}")
-p7_max = max(float(ratio[kind, L].max()) for kind in SHIFTS for L in P["dg_depths"])
+p7_max = max(float(ratio[kind, L].max()) for kind in ("blur", "contrast") for L in P["dg_depths"])
+p7_noise = float(torch.cat([ratio["clipped_noise", L] for L in P["dg_depths"]]).mean())
 p7_ctrl = min(float(ratio["gaussian_noise", L].min()) for L in P["dg_depths"])
 glue("syn-p6-count", p6_count, display=False)
 glue("syn-p7-max", f"{p7_max:.2f}", display=False)
+glue("syn-p7-noise", f"{p7_noise:.2f}", display=False)
 glue("syn-p7-ctrl", f"{p7_ctrl:.2f}", display=False)
 glue("syn-acc", f"{min(acc):.3f}", display=False)
 ledger.above("digits-trained", "control", "digits: test accuracy of every network", "> 0.85", min(acc), 0.85,
              fmt=".3f", items="p6", bearing="control")
-ledger.above("p6-deeper-reverts-faster", "P6", f"digits: shifts (of 3) where KL-to-OCS shrinks by a larger factor "
-             f"at depth {L_hi} than at depth {L_lo}", ">= 2 (prediction P6)", p6_count, 1.5, fmt=".0f", items="p6",
-             bearing="supports")
-ledger.below("p7-late-norms-shrink", "P7", "digits: last-hidden-layer norm ratio, shifted (severity 5) over train, "
-             "largest over shifts, depths and seeds", "< 1 (prediction P7)", p7_max, 1.0, fmt=".2f", items="p7",
-             bearing="supports")
+ledger.above("p6-deeper-reverts-slower", "P6", f"digits: shifts (of 3) where KL-to-OCS shrinks by a *smaller* factor "
+             f"at depth {L_hi} than at depth {L_lo}; prediction P6 said larger for at least 2",
+             "P6 fails: smaller for at least 2", p6_opposite, 1.5, fmt=".0f", items="p6", bearing="contradicts")
+ledger.below("p7-late-norms-shrink", "P7", "digits, blur and contrast: last-hidden-layer norm ratio, shifted "
+             "(severity 5) over train, largest over both shifts, depths and seeds", "< 1 (prediction P7)", p7_max, 1.0,
+             fmt=".2f", items="p7", bearing="supports")
+ledger.above("p7-noise-does-not-shrink", "P7", "digits, clipped noise: the same ratio, mean over depths and seeds; "
+             "prediction P7 said < 1 for this shift too", "P7 fails for noise: > 0.8", p7_noise, 0.8, fmt=".2f",
+             items="p7", bearing="contradicts")
 ledger.above("p7-noise-control", "control", "unclipped Gaussian noise at severity 5: the same ratio (smallest): "
              "the check can fail", "> 1", p7_ctrl, 1.0, fmt=".2f", items="p7", bearing="control")
 
