@@ -51,7 +51,7 @@
 #   than the regularised network of the same depth learns: the saddle-to-saddle count and Jacot's
 #   learned rank are not the same number.
 # - **P2 fails.** The singular values do not appear strictly one at a time: at depth 4 the first
-#   two cross together, and the first escape carries a second direction.
+#   two cross almost together, and the first escape carries a second direction.
 # - **P3 fails as stated.** Gradient descent with the step sizes used here does not keep the layer
 #   norms equal, and the regularised networks are not balanced to 5%; the middle layers' norms are
 #   near the learned rank (within 40%, not 20%).
@@ -343,7 +343,8 @@ ledger.above("small-arm-escapes", "control", "small init: singular values above 
 # network keeps one or two directions more. The count of escapes therefore does *not* equal
 # Jacot's learned rank at the same depth; it is closer to the true rank of the task.
 # P2 fails too: the smallest time between the crossings of $s_1$ and $s_2$ is
-# {glue:text}`syn-p2-gap` of the run (at depth 4 the two values rise together), and when $s_1$
+# {glue:text}`syn-p2-gap` of the run (at depth 4 the first two values cross within a few percent of
+# the run of each other on every seed), and when $s_1$
 # crosses, $s_2/s_1$ reaches {glue:text}`syn-p2-ratio`. The plateau detector of the
 # saddle-to-saddle part sees no saddle on the depth-4 loss curves (one long descent) and one or two
 # at depth 6: the plateaus that the saddle-to-saddle picture predicts show up in the deeper
@@ -468,8 +469,9 @@ ledger.above("p4-srank-rises", "P4", f"L2: median stable rank of the middle laye
 # small-initialisation runs, against {glue:text}`syn-p4-init` at initialisation and
 # {glue:text}`syn-p4-plain` after training from standard initialisation without $L_2$ (seed 0). The
 # regularised networks align as predicted; the small-initialisation runs align on some seeds only
-# (from about 0.7 to 0.99 on seeds 0-4), most likely where the two largest singular values of a
-# layer are close and its top singular vector is ill-defined. The stable rank of the middle
+# (median from about 0.7 to 0.99 on seeds 0-4), and less at depth 4, where the middle layers
+# acquire four singular values of similar size (so that the top singular vector is poorly
+# defined), than at depth 6 (the medians by depth are printed above). The stable rank of the middle
 # layer *rises* from depth 4 to 6 (by {glue:text}`syn-p4-rise`, median), on every seed, while the
 # number of singular values above 0.1 falls: the two rank measures of the notation page move in
 # opposite directions here, as in the logistic arm of
