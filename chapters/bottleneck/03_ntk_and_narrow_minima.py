@@ -28,16 +28,16 @@
 # - The NTK-trace formula of the proofs is exact for bias-free networks; with biases (which the
 #   paper's networks have) it misses a term and is a lower bound.
 # - Trained networks are only nearly balanced (gradient descent runs at the edge of stability),
-#   so Theorem 7's hypothesis holds approximately; its conclusion holds on every network, with the
-#   measured NTK constant.
+#   so Theorem 7's hypothesis holds approximately; its inequality holds on every network, with the
+#   measured NTK constant, though the typical activation size still grows slowly with depth here.
 # - Gradient descent with $\eta=2/L$ ends with a sharpness slightly above $2/\eta$ (edge of
-#   stability) rather than below it, and with an NTK that grows linearly with depth (Section 4's
-#   "normal" size); comparing learning rates is left to the `full` profile.
+#   stability) rather than below it, and with an NTK trace that grows no faster than linearly with
+#   depth (Section 4's "normal" size); comparing learning rates is left to the `full` profile.
 # - Proposition 9's bound holds with $L$ (what its proof gives) and fails with the stated $2L$: a
 #   scalar deep linear network attains $L$ exactly.
 # - Students forced through a width-1 layer (bottleneck rank 1) that fit a rank-2 target get a
-#   larger Jacobian and NTK as the number of points grows (exploratory, far from the theorem's
-#   regime).
+#   larger Jacobian, NTK and excess norm than unconstrained students, and a Jacobian that is larger
+#   at the largest number of points than at the smallest (exploratory, far from the theorem's regime).
 # :::
 
 # %% tags=["parameters"]
@@ -187,7 +187,10 @@ act_ratio = max(np.median(v) for v in act_med.values() if v) / min(np.median(v) 
 glue("bn3-paper-gap", f"{np.median(paper_gap):.1%}", display=False)
 glue("bn3-bal", f"{bal_med:.2f}", display=False)
 glue("bn3-mono", f"{mono_viol:.0%}", display=False)
+act_depths = [L for L, v in act_med.items() if v]
+act_slope = float(np.polyfit(np.log(act_depths), np.log([np.median(act_med[L]) for L in act_depths]), 1)[0])
 glue("bn3-act-ratio", f"{act_ratio:.2f}", display=False)
+glue("bn3-act-slope", f"{act_slope:.2f}", display=False)
 ledger.below("ntk-trace-formula", "App. B-C", "Tr Theta(x,x) = sum_l (||alpha_(l-1)||^2 + 1) ||J(alpha~_l -> f)||_F^2 "
              "against per-sample gradients (max relative error)", "exact", trace_err, 1e-8, fmt=".1e",
              items="eq-ntk-trace", bearing="control")
@@ -204,7 +207,7 @@ ledger.holds("thm7-conclusion", "Thm 7", "the paper's bound on sum_l ||alpha_(l-
              "on every network and training point", "bounded activations", "holds" if paper_ok else "violated",
              paper_ok, items="thm7", bearing="supports")
 ledger.below("activations-bounded", "Thm 7", "median over layers of ||alpha_l(X)||_F^2 / N: largest over smallest of the "
-             "depth medians", "O(1) in most layers", act_ratio, 2.0, fmt=".2f", items="thm7", bearing="supports")
+             "depth medians", "O(1) in most layers", act_ratio, 2.0, fmt=".2f", items="thm7", bearing="qualifies")
 
 # %% [markdown]
 # The closed form with the bias terms matches the per-sample gradients; without them (as printed)
@@ -217,9 +220,12 @@ ledger.below("activations-bounded", "Thm 7", "median over layers of ||alpha_l(X)
 # at the edge of stability (next section): the loss oscillates and the $O(\eta^2)$ terms of each
 # step keep breaking the balance that weight decay restores. So Theorem 7's hypothesis holds only
 # approximately (the prefix condition fails on some networks), yet its conclusion, with the
-# measured $c$ and $c_1$, holds on every network and training point. The typical activation size in the middle
-# of the networks changes little with depth (ratio {glue:text}`bn3-act-ratio` between the largest and
-# smallest depth medians).
+# measured $c$ and $c_1$, holds on every network and training point. The typical activation size
+# (median over layers) changes by a factor {glue:text}`bn3-act-ratio` between the largest and
+# smallest depth medians. That passes the bound 2, which only excludes growth faster than linear
+# in $L$ on depths 4 to 8; it is not flat either (log-log slope {glue:text}`bn3-act-slope` against
+# $L$), so at these depths the runs do not show the $O(1)$ activations of Theorem 7's conclusion
+# beyond what its inequality, checked above, already gives.
 #
 # ## Learning rates and the sharpness of the minima
 #
@@ -257,15 +263,17 @@ print(f"eta x top Hessian eigenvalue: largest {stab_max:.2f}, median {np.median(
       f"eta (1/N)||Theta||_op (Gauss-Newton): median {np.median([n['eta'] * n['ntk_op'] for n in live]):.2f}")
 print(f"c = {c_top:g}: (1/N)||Theta(X,X)||_op / L by depth {({L: round(v, 3) for L, v in per_L.items()})}; "
       f"mean Tr Theta(x,x) / L by depth {({L: round(v, 2) for L, v in trace_L.items()})}")
-trace_ratio = max(trace_L.values()) / min(trace_L.values())
+# growth exponent of the NTK trace with depth: slope of log(median Tr Theta(x,x)) against log L
+trace_slope = float(np.polyfit(np.log(list(trace_L)), np.log([v * L for L, v in trace_L.items()]), 1)[0])
 glue("bn3-stab", f"{stab_max:.2f}", display=False)
-glue("bn3-trace-ratio", f"{trace_ratio:.2f}", display=False)
+glue("bn3-trace-slope", f"{trace_slope:.2f}", display=False)
+glue("bn3-op-per-layer", ", ".join(f"{v:.2f}" for v in per_L.values()), display=False)
 ledger.between("gd-edge-of-stability", "Sec. 4", "eta times the top Hessian eigenvalue of the objective, every network: "
                "gradient descent ends near 2 / eta, slightly above it (edge of stability)", "||H||_op <= 2 / eta",
                stab_max, 1.5, 3.5, fmt=".2f", items="claim-lr-ntk", bearing="qualifies")
-ledger.below("ntk-order-L", "Sec. 4", f"with eta = {c_top:g}/L, the mean NTK trace per layer, Tr Theta(x,x) / L: largest over "
-             "smallest of the depth medians", "an O(L) ('normal') NTK", trace_ratio, 3.0, fmt=".2f",
-             items="claim-lr-ntk", bearing="supports")
+ledger.below("ntk-order-L", "Sec. 4", f"with eta = {c_top:g}/L, growth exponent of the mean NTK trace with depth: log-log "
+             "slope of the depth medians of Tr Theta(x,x) against L (an O(L^2) NTK gives 2)", "an O(L) ('normal') NTK",
+             trace_slope, 1.5, fmt=".2f", items="claim-lr-ntk", bearing="supports")
 if len(P["lr_scales"]) > 1:            # profile full: several learning rates, each run to convergence
     sharper = {}
     for L in P["depths"]:
@@ -285,9 +293,13 @@ if len(P["lr_scales"]) > 1:            # profile full: several learning rates, e
 # sharpness hovers slightly above $2/\eta$ and the loss oscillates instead of converging
 # monotonically; the paper's condition $\|H\|_{op}\le2/\eta$ describes convergent gradient
 # descent, which this is not quite. The conclusion survives: the sharpness, and with it the NTK, is
-# set by the learning rate. With $\eta=2/L$ the NTK trace grows about linearly with depth (the
-# per-layer trace changes by a factor {glue:text}`bn3-trace-ratio` between depths): the "normal"
-# $O(L)$ NTK of Section 4. Whether *smaller* learning rates end at sharper minima, the other half of
+# set by the learning rate: with $\eta=2/L$, $\frac1N\|\Theta(X,X)\|_{op}/L$ is
+# {glue:text}`bn3-op-per-layer` at depths {glue:text}`bn3-depths`, and the NTK trace grows no
+# faster than linearly with depth (log-log slope {glue:text}`bn3-trace-slope` against $L$; an
+# $O(L^2)$ NTK would give 2): the "normal" $O(L)$ NTK of Section 4. The slope bound 1.5 separates
+# $L$ from $L^2$ growth only roughly on depths 4 to 8, and no run on this page has an NTK that grows
+# faster (a learning rate that does not scale like $1/L$ would be the natural negative control; it is
+# not run here). Whether *smaller* learning rates end at sharper minima, the other half of
 # the argument, needs every rate run to convergence; profile `full` compares four rates (claim
 # `small-lr-sharper`), the CPU profile only the largest (the smaller rates do not converge in its
 # budget: a pilot with $c=0.5$ still had 15-22 singular values above 0.1 in the middle layer).
@@ -463,8 +475,9 @@ plt.close(fig)
 # students' at every $N$ and larger at the largest $N$ than at the smallest (not monotonically in
 # between on every seed: with three seeds and imperfect fits the medians are noisy); at the largest
 # $N$ their NTK peaks {glue:text}`bn3-ntk-gap` times higher and their excess norm $c_1$ is larger than
-# the unconstrained students'. That $c_1$ itself grows with $N$, as the $\log N$ lower bound on
-# $R^{(1)}$ suggests, is not robust at this scale: it failed on one of five seeds. All students fit
+# the unconstrained students'. We do not claim that $c_1$ itself grows with $N$, as the $\log N$
+# lower bound on $R^{(1)}$ suggests: an earlier version of the claim that said so failed on one of
+# five seeds (see how the tolerances were set, below). All students fit
 # their data to a cost of at most {glue:text}`bn3-student-fit`, but they are shallow and far from
 # minimal norm: this illustrates the mechanism of Theorem 10, it does not test the rate
 # $N^{4-4/k^*}$ (hence *proxy*).
@@ -483,13 +496,16 @@ plt.close(fig)
 # ## Conclusion
 #
 # The hypotheses of Theorem 7 (balancedness, increasing layer norms) hold only approximately on
-# trained networks, but its conclusion holds; the NTK formula of the proofs is a lower bound once
-# biases are trained. Gradient descent with $\eta=2/L$ ends at the edge of stability, slightly
-# above the bound $2/\eta$, with an NTK of order $L$, consistent with the paper's argument; that smaller rates would give sharper minima is not tested
-# at CPU scale. Proposition 9 holds with $L$ but not with the stated $2L$. The rank-1 students show the
+# trained networks, but its inequality holds with the measured constants (the activations still grow
+# slowly with depth at depths 4 to 8); the NTK formula of the proofs is a lower bound once biases are
+# trained. Gradient descent with $\eta=2/L$ ends at the edge of stability, slightly above the bound
+# $2/\eta$, with an NTK trace that grows no faster than $L$, consistent with the paper's argument;
+# that smaller rates would give sharper minima is not tested at CPU scale. Proposition 9 holds with $L$ but not with the stated $2L$. The rank-1 students show the
 # blow-up that Theorem 10 predicts, qualitatively. What the CPU profile cannot test: the
 # $L\to\infty$ limits, the rate $N^{4-4/k^*}$, and "deep enough" networks; the `full` profile
-# widens the learning-rate sweep and the range of $N$.
+# widens the learning-rate sweep and the range of $N$. It has not been run (no GPU was available)
+# and, unlike the depth sweep of {doc}`02_depth_sweep`, it is not cached: an interrupted `full` run
+# starts over.
 #
 # **How the tolerances were set.** Formulas and exact inequalities: $10^{-8}$ to $10^{-9}$
 # relative. Balancedness: $10^{-2}$ (weight decay shrinks any imbalance geometrically; this only
@@ -497,8 +513,11 @@ plt.close(fig)
 # showed the edge-of-stability imbalance: it is now a layer-level measure with bound 0.1, marked as
 # qualifying the paper's balancedness. The stability check was first "$\eta\lambda_{\max}\le2.2$";
 # the seed-0 run gave 2.77, so it **was changed** to the band $[1.5,3.5]$ (edge of stability) and
-# marked *qualifies*. The ratios 2 (activations) and 3 (NTK trace per layer)
-# between depths were written before the runs; the learning-rate comparison was moved to the
+# marked *qualifies*. The ratio 2 (activations) between depths was written before the runs; the
+# NTK claim first bounded the ratio of the per-layer traces between depths by 3, which cannot fail
+# for an $O(L^2)$ NTK on depths 4 to 8 (ratio 2), and **was replaced after the seed-0 run** by the
+# log-log slope below 1.5; the activation claim, after the seed-0 run showed a log-log slope near 0.5, was
+# moved from *supports* to *qualifies* (its bound 2 was kept); the learning-rate comparison was moved to the
 # `full` profile after a pilot run (seed 0) showed the smaller rate unconverged; the student claims
 # first asked for growth at every step of $N$ and **were changed after seeds 1-2** (non-monotone
 # medians) to "larger at the largest $N$ than at the smallest", with the added comparison against

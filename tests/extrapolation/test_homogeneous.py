@@ -116,3 +116,33 @@ def test_smoothed_margin_and_cosine():
     assert float(H.smoothed_normalized_margin(J, torch.tensor([[2.0]]), 2)) == pytest.approx(0.5)
     a = [torch.ones(2, 3, 3)]
     assert torch.allclose(H.direction_cosine(a, [2 * a[0]]), torch.ones(2))
+
+
+def test_input_homogeneity_with_an_output_bias():
+    """f~(lambda x) - b = lambda (f~(x) - b) for lambda >= 0: degree 1 in the input (Prop. 4.2's class)."""
+    W = H.init_weights(5, 6, 4, members=2, seed=1)
+    X = torch.randn(9, 5, dtype=torch.float64)
+    b = torch.tensor([0.3, -1.2], dtype=torch.float64)
+    f = H.forward(W, X, b)
+    for lam in (0.0, 0.1, 2.5):
+        assert torch.allclose(H.forward(W, lam * X, b) - b[:, None], lam * (f - b[:, None]), atol=1e-12)
+
+
+def test_spectral_complexity_on_known_matrices():
+    m = 4
+    eye = torch.eye(m, dtype=torch.float64).unsqueeze(0)
+    # one identity layer: ||W||_op = 1, ||W^T||_{2,1} = m, so R = m
+    assert float(H.spectral_complexity([eye])) == pytest.approx(m)
+    # two identity layers: R = 1 * (2 m^{2/3})^{3/2}
+    assert float(H.spectral_complexity([eye, eye])) == pytest.approx((2 * m ** (2 / 3)) ** 1.5)
+    # scaling a layer by c scales R by c
+    assert float(H.spectral_complexity([3.0 * eye, eye])) == pytest.approx(3.0 * (2 * m ** (2 / 3)) ** 1.5)
+
+
+def test_margin_bound_term_is_scale_invariant():
+    X, y = H.sphere_clusters(40, 6, n_clusters=2, seed=0)
+    W = H.init_weights(6, 8, 3, members=2, seed=0)
+    H.train_flow(W, X, y, 300, 0.01)
+    t = H.margin_bound_term(W, X, y)
+    assert t.shape == (2,) and bool((t > 0).all())
+    assert torch.allclose(H.margin_bound_term([2.0 * M for M in W], X, y), t)

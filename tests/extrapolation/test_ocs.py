@@ -143,8 +143,11 @@ def test_train_runs_seeding_matches_the_explicit_loop():
     X = torch.randn(48, 3)
     y = (X[:, 0] > 0).long()
     make = lambda: nn.Sequential(nn.Linear(3, 8), nn.ReLU(), nn.Linear(8, 2))
-    nets = ocs.train_runs(make, X, y, "ce", runs=2, seed=3, epochs=3, batch_size=16, lr=1e-2)
+    nets = ocs.train_runs(make, X, y, "ce", runs=2, seed=3, epochs=3, batch_size=16, lr=1e-2, batched=False)
+    batched = ocs.train_runs(make, X, y, "ce", runs=2, seed=3, epochs=3, batch_size=16, lr=1e-2)
     assert len(nets) == 2 and not any(n.training for n in nets)
+    for a, b in zip(batched[1].parameters(), nets[1].parameters()):
+        assert torch.allclose(a, b, atol=1e-4)
     # the documented seeding: run r uses 1000 * seed + r for the weights and the batch order
     torch.manual_seed(3001)
     ref = make()
@@ -191,3 +194,140 @@ def test_resnet20_shapes_and_size():
     assert s.shape == (1, 32, 16, 16) and float(s.sum()) == 16 * 16 * 16
     with pytest.raises(ValueError, match="at least one"):
         ocs.ResNet20(blocks=0)
+
+
+# --- identities that left the ledgers of chapters 01 and 05 (library checks, not findings) ------
+
+
+@pytest.mark.parametrize("loss", ["ce", "mse", "gaussian_nll", "rewards"])
+def test_gradient_of_the_average_loss_vanishes_at_the_closed_form(loss):
+    g = torch.Generator().manual_seed(1)
+    labels = torch.randint(0, 5, (40,), generator=g)
+    if loss == "ce":
+        targets, closed, name = labels, torch.log(ocs.ocs_cross_entropy(labels, 5)), "ce"
+    elif loss == "mse":
+        targets = torch.randn(40, 3, generator=g, dtype=D)
+        closed, name = ocs.ocs_mse(targets), "mse"
+    elif loss == "rewards":
+        targets, closed, name = ocs.reward_vectors(labels, 5).double(), ocs.ocs_reward(labels, 5), "mse"
+    else:
+        targets = labels.double()
+        mu, sd = ocs.ocs_gaussian_nll(targets)
+        closed, name = torch.stack([mu, 2 * sd.log()]), "gaussian_nll"
+    f = closed.clone().requires_grad_(True)
+    value = ocs.per_example_loss(f.expand(len(targets), len(f)), targets, name).mean()
+    (grad,) = torch.autograd.grad(value, f)
+    assert float(grad.abs().max()) < 1e-9
+
+
+def test_biased_std_beats_the_unbiased_one():
+    y = torch.tensor([0.0, 1.0, 1.0, 4.0, 9.0], dtype=D)
+    mu, sd = ocs.ocs_gaussian_nll(y)
+    value = lambda s: float(ocs.per_example_loss(torch.stack([mu, 2 * s.log()]).expand(5, 2), y, "gaussian_nll").mean())
+    assert value(sd) < value(y.std(correction=1))
+
+
+def test_distance_of_perfect_predictions_and_of_the_ocs():
+    labels = torch.tensor([0, 0, 1, 2, 2, 2])
+    p = ocs.ocs_cross_entropy(labels, 3)
+    perfect = 60.0 * torch.nn.functional.one_hot(labels, 3).double()
+    kl = ocs.distance_to_ocs(perfect, p, "ce")
+    assert torch.allclose(kl, -torch.log(p[labels]), atol=1e-9)  # KL(delta_y || p) = -log p_y
+    r_star = ocs.ocs_reward(labels, 3)
+    d = ocs.distance_to_ocs(ocs.reward_vectors(labels, 3).double(), r_star, "mse")
+    p_y = p[labels]
+    assert torch.allclose(d, 25 * ((1 - p_y) ** 2 + (p**2).sum() - p_y**2), atol=1e-9)
+    assert float(ocs.distance_to_ocs(torch.log(p).expand(4, 3), p, "ce").abs().max()) < 1e-12
+
+
+def test_reward_ocs_abstains_iff_no_class_reaches_the_bayes_threshold():
+    balanced = torch.arange(10).repeat(3)
+    assert int(ocs.ocs_reward(balanced, 10).argmax()) == 10  # -3.5 per class, 0 to abstain
+    dominant = torch.tensor([0] * 17 + [1] * 3)  # p_0 = 0.85 > 0.8: the OCS names class 0
+    assert int(ocs.ocs_reward(dominant, 2).argmax()) == 0
+    assert int(ocs.ocs_reward(torch.tensor([0] * 15 + [1] * 5), 2).argmax()) == 2  # p_0 = 0.75 < 0.8
+
+
+def test_closer_to_ocs_than_uniform_separates_the_two_hypotheses():
+    p = torch.tensor([0.5, 0.3, 0.15, 0.05], dtype=D)
+    u = torch.full((4,), 0.25, dtype=D)
+    at_ocs = ocs.closer_to_ocs_than_uniform(p.expand(7, 4), p)
+    at_uniform = ocs.closer_to_ocs_than_uniform(u.expand(7, 4), p)
+    assert float(at_ocs) == pytest.approx(float(ocs.kl_categorical(p, u)))  # > 0: the check can pass
+    assert float(at_uniform) == pytest.approx(-float(ocs.kl_categorical(u, p)))  # < 0: and fail
+    # linear in the mean prediction: sum_k pbar_k log(K p_k)
+    g = torch.Generator().manual_seed(0)
+    probs = torch.softmax(torch.randn(9, 4, generator=g, dtype=D), 1)
+    expected = float((probs.mean(0) * torch.log(4 * p)).sum())
+    assert float(ocs.closer_to_ocs_than_uniform(probs, p)) == pytest.approx(expected)
+
+
+# --- the trainer: best-validation checkpoint and batched runs --------------------------------
+
+
+def _toy(n=96, seed=0):
+    g = torch.Generator().manual_seed(seed)
+    X = torch.randn(n, 4, generator=g)
+    return X, (X[:, 0] + 0.5 * X[:, 1] > 0).long()
+
+
+def test_best_validation_checkpoint_restores_the_best_epoch():
+    X, y = _toy()
+    Xv, yv = _toy(40, seed=1)
+    yv_noisy = yv.clone()
+    yv_noisy[::3] = 1 - yv_noisy[::3]  # a validation set that the model overfits against
+    torch.manual_seed(0)
+    model = nn.Sequential(nn.Linear(4, 32), nn.ReLU(), nn.Linear(32, 2))
+    res = ocs.train_model(model, X, y, "ce", epochs=25, batch_size=16, lr=2e-2, val=(Xv, yv_noisy), keep="best_val")
+    assert res.val_losses is not None and res.kept_epoch == int(res.val_losses.argmin())
+    val_now = float(ocs.per_example_loss(ocs.predict(model, Xv), yv_noisy, "ce").mean())
+    assert val_now == pytest.approx(float(res.val_losses.min()), rel=1e-5)
+    with pytest.raises(ValueError, match="validation set"):
+        ocs.train_model(model, X, y, "ce", keep="best_val")
+    with pytest.raises(ValueError, match="keep"):
+        ocs.train_model(model, X, y, "ce", val=(Xv, yv), keep="best")
+
+
+def test_batched_runs_follow_the_same_updates_as_one_run_at_a_time():
+    X, y = _toy()
+    targets = ocs.reward_vectors(y, 2)
+    make = lambda: nn.Sequential(nn.Linear(4, 16), nn.ReLU(), nn.Linear(16, 3))
+    kw = dict(runs=3, seed=2, epochs=3, batch_size=16, lr=1e-2, weight_decay=1e-3)
+    res_a, res_b = [], []
+    a = ocs.train_runs(make, X, targets, "mse", batched=True, results=res_a, **kw)
+    b = ocs.train_runs(make, X, targets, "mse", batched=False, results=res_b, **kw)
+    for na, nb in zip(a, b):
+        for pa, pb in zip(na.parameters(), nb.parameters()):
+            assert torch.allclose(pa, pb, atol=1e-4)
+    assert torch.allclose(torch.stack([r.losses for r in res_a]), torch.stack([r.losses for r in res_b]), atol=1e-4)
+    # best-validation selection per network in the batched path
+    Xv, yv = _toy(30, seed=3)
+    res = []
+    ocs.train_runs(make, X, targets, "mse", batched=True, results=res, val=(Xv, ocs.reward_vectors(yv, 2)),
+                   keep="best_val", **kw)
+    assert all(r.kept_epoch == int(r.val_losses.argmin()) for r in res)
+
+
+def test_batchnorm_networks_train_one_at_a_time_by_default():
+    X, y = _toy()
+    make = lambda: nn.Sequential(nn.Linear(4, 8), nn.BatchNorm1d(8), nn.ReLU(), nn.Linear(8, 2))
+    nets = ocs.train_runs(make, X, y, "ce", runs=2, epochs=2, batch_size=16)
+    assert all(not n.training for n in nets)
+    assert not torch.equal(nets[0][1].running_mean, torch.zeros(8))  # running statistics were updated
+
+
+def test_linear_parts_and_norm_ratios():
+    from implicit_bias import models
+
+    torch.manual_seed(0)
+    mlp = models.MLP(6, 3, width=5, depth=3)
+    X = torch.randn(10, 6)
+    parts = ocs.linear_parts(mlp, X)
+    assert len(parts) == 4 and torch.equal(parts[0], X)
+    assert torch.allclose(parts[-1] + mlp.layers[-1].bias, mlp(X), atol=1e-6)
+    assert ocs.norm_ratios(mlp, X, X) == pytest.approx([1.0] * 4)
+    assert ocs.norm_ratios(mlp, 0.5 * X, X)[0] == pytest.approx(0.25)
+    cnn = ocs.NormCNN(1, 8, 4)
+    assert len(ocs.linear_parts(cnn, torch.rand(3, 1, 8, 8))) == 1 + len(cnn.weight_layers)
+    with pytest.raises(TypeError, match="linear_parts"):
+        ocs.linear_parts(nn.Sequential(nn.Conv2d(1, 2, 3)), torch.rand(1, 1, 8, 8))

@@ -137,7 +137,8 @@ def _seed_names(seeds: Sequence[int]) -> str:
 
 
 def render_page(data: dict[str, Any], titles: dict[str, str]) -> str:
-    entries = data["chapters"]
+    entries = {ch: {**e, "seeds": e.get("seeds", data.get("seeds", [0]))}  # older sweeps: one seed set
+               for ch, e in data["chapters"].items()}
     all_seeds = sorted({s for e in entries.values() for s in e["seeds"]})
     fewer = [ch for ch, e in entries.items() if e["seeds"] != all_seeds]
     total = held = 0

@@ -5,4 +5,7 @@ part ``chapters/extrapolation/``.
 - :mod:`.homogeneous`  the theory of Sec. 4.2 on homogeneous networks
 - :mod:`.selective`    selective classification with the OCS (Sec. 5)
 - :mod:`.attacks`      adversarial perturbations (FGSM)
+- :mod:`.ood`          the featuriser of the OOD score, one per profile (random features / ResNet-18)
+- :mod:`.tasks`        the data of the part: image sets per profile, shifts at any resolution,
+                       imbalanced subsets, the high-dimensional subspace task
 """

@@ -314,3 +314,31 @@ def lemma_d4_bound(depth: int, shallow_depth: int, C: float, form: str = "proof"
     if form == "proof":
         return (math.sqrt(2) / C) ** (Lp / L) / math.sqrt(2) * tail
     raise ValueError(f"form must be 'statement' or 'proof', got {form!r}")
+
+
+# --- Lemma D.2 (Bartlett, Foster & Telgarsky 2017) -------------------------------------------
+
+
+def spectral_complexity(weights: Sequence[torch.Tensor]) -> torch.Tensor:
+    """The spectral complexity ``R_W`` of Bartlett et al. (2017, Thm 1.1) with reference matrices
+    ``A_i = 0`` and 1-Lipschitz activations, per member ``(E,)``:
+
+        R_W = (prod_i ||W_i||_op) * (sum_i (||W_i^T||_{2,1} / ||W_i||_op)^{2/3})^{3/2},
+
+    where ``||W^T||_{2,1}`` sums the Euclidean norms of the *columns* of ``W`` (rows of ``W^T``).
+    Kang et al.'s Lemma D.2 prints this quantity without the exponents ``2/3`` and ``3/2`` and
+    with ``||W_i||^{2/3}`` alone in the denominator."""
+    ops = op_norms(weights)  # (E, L)
+    l21 = torch.stack([W.norm(dim=-2).sum(-1) for W in weights], -1)  # column norms of W = rows of W^T
+    return ops.prod(-1) * (l21 / ops).pow(2.0 / 3.0).sum(-1).pow(1.5)
+
+
+def margin_bound_term(weights: Sequence[torch.Tensor], X: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
+    """The leading term of the spectrally normalised margin bound at the network's own training
+    margin ``gamma = min_i y_i f(x_i)``, without its hidden constants and log factors other than
+    ``ln(width)``: ``||X||_F R_W ln(m) / (gamma n)`` per member ``(E,)``, with ``m`` the largest
+    width. The generalisation gap it bounds is a probability, so a value above 1 makes the bound
+    vacuous. Scale-invariant: multiplying the weights scales ``R_W`` and ``gamma`` alike."""
+    gamma = (y * forward(weights, X)).min(-1).values
+    width = max(max(W.shape[-2], W.shape[-1]) for W in weights)
+    return X.norm() * spectral_complexity(weights) * math.log(width) / (gamma * X.shape[0])
