@@ -460,10 +460,9 @@ tofs_err = rel(t_of_s(L_m), moving.times)
 tofs_printed = rel(t_of_s(1.0), moving.times)
 print(f"time change (L = 3, random start): norm formula error {stime_err:.1e} with L, {stime_printed:.2f} without; "
       f"t(s) error {tofs_err:.1e} with L, {tofs_printed:.2f} without")
-glue("sts1-stime-err", f"{stime_err:.0e}", display=False)
-glue("sts1-stime-printed", f"{stime_printed:.2f}", display=False)
-glue("sts1-tofs-err", f"{tofs_err:.0e}", display=False)
-glue("sts1-tofs-printed", f"{tofs_printed:.2f}", display=False)
+for key, val in {"stime-err": f"{stime_err:.0e}", "stime-printed": f"{stime_printed:.2f}",
+                 "tofs-err": f"{tofs_err:.0e}", "tofs-printed": f"{tofs_printed:.2f}"}.items():
+    glue(f"sts1-{key}", val, display=False)
 ledger.below("time-change-with-L", "Sec. 2.1", "||theta(s)|| = ||theta(0)|| exp(-L int L_0) and t(s) with (L-2)L "
              "hold along a turning path (largest relative error)", "exp(-int L_0), exp((L-2) int L_0)",
              max(stime_err, tofs_err), 1e-4, fmt=".1e", items="sec21-time-change", bearing="qualifies")
@@ -528,13 +527,11 @@ glue("sts1-width", w_s, display=False)
 glue("sts1-eta", f"{P['eta']:g}", display=False)
 glue("sts1-alphas", "{" + ", ".join(f"{a:g}" for a in alphas) + "}", display=False)
 small, large, mid = rows[-1], rows[0], rows[1]
-glue("sts1-dev-large", f"{large['dev']:.0e}", display=False)
-glue("sts1-dev-mid", f"{mid['dev']:.0e}", display=False)
-glue("sts1-kkt-small", f"{small['kkt']:.2f}", display=False)
-glue("sts1-kkt-mid-small", f"{small['kkt_mid']:.1f}", display=False)
-glue("sts1-speed-small", f"{small['speed'] / s_best:.2f}", display=False)
-glue("sts1-kkt-large", f"{large['kkt']:.2f}", display=False)
-glue("sts1-speed-large", f"{large['speed'] / s_best:.2f}", display=False)
+for key, val in {"dev-large": f"{large['dev']:.0e}", "dev-mid": f"{mid['dev']:.0e}",
+                 "kkt-small": f"{small['kkt']:.2f}", "kkt-mid-small": f"{small['kkt_mid']:.1f}",
+                 "speed-small": f"{small['speed'] / s_best:.2f}", "kkt-large": f"{large['kkt']:.2f}",
+                 "speed-large": f"{large['speed'] / s_best:.2f}"}.items():
+    glue(f"sts1-{key}", val, display=False)
 ledger.below("scale-equivariance", "Sec. 2.2", "time-changed GD on L_0 from alpha theta_0 gives alpha times the "
              "iterates (largest difference of directions)", "exact in s-time", equivariance, 1e-10, fmt=".1e",
              items="sec22-scale", bearing="control")

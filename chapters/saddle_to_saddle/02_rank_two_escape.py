@@ -167,7 +167,7 @@ for key, val in {"grid": f"{P['grid']:,}", "eq6-err": f"{eq6_err:.0e}", "eq6-max
 ledger.below("eq6-direct", "Eq. (6)", "Eq. (6) equals the direct sum over the data (largest difference on the grid)",
              "closed form", eq6_err, 1e-12, fmt=".1e", items="eq6", bearing="supports")
 ledger.close("eq6-max", "Eq. (6), Example 1", "the best rank-one speed is sqrt(2) - 1, at multiples of pi/4",
-             "sqrt(2) - 1 = 0.414214", eq6_max, S1, atol=1e-12, fmt=".9f", items=["eq6", "ex1"], bearing="supports")
+             "sqrt(2) - 1 = 0.414214", eq6_max, S1, atol=1e-12, fmt=".9f", items=["eq6", "ex1", "fig5"], bearing="supports")
 ledger.between("rank-one-solver", "Example 1", "a solver restricted to rank-one layers reaches but never exceeds "
                "sqrt(2) - 1 (best speed)", "<= sqrt(2) - 1", r1_max, S1 - 1e-3, S1 + 1e-9, fmt=".6f", items="ex1",
                bearing="supports")
@@ -262,9 +262,10 @@ ledger.above("fig2-trend", "Fig. 2", f"the share of successful runs grows from w
 ledger.holds("fig2-rank-two", "Fig. 2, Example 1", "every successful run ends at the rank-two speed 1/2 with a "
              "rank-two first layer (smallest speed; smallest s2/s1 of W_1)", "rank-two escape, speed 1/2",
              f"{succ_min:.4f}; {w1_min:.3f}", n_succ > 0 and succ_min >= 0.499 and w1_min >= 0.5,
-             tolerance=">= 0.499; >= 0.5", items=["fig2", "ex1"], bearing="supports")
+             tolerance=">= 0.499; >= 0.5", items=["fig2", "fig6", "ex1"], bearing="supports")
 ledger.below("fn2-nothing-faster", "Sec. 4, footnote 2", "no run of the sweep is faster than 1/2 (best speed)",
-             "doubts that anything beats 1/2", top, 0.5 + 1e-6, fmt=".6f", items="fn2", bearing="supports")
+             "doubts that anything beats 1/2", top, 0.5 + 1e-6, fmt=".6f", items=["fn2", "fig6"],
+             bearing="supports")
 eq2_w2_rank = int(spectra.numerical_rank(eq2_fixed[1]))
 ledger.below("w2-rank-one", "Sec. 1.3", "only the first layer is rank two: the second layer of every successful "
              f"run is rank one (largest s2/s1 of W_2; Eq. (2)'s W_2 has rank {eq2_w2_rank})",

@@ -31,8 +31,9 @@
 # - The optimal speed does not decrease with depth (strictly increasing from depth 2 to 3 on
 #   Example 1), and it is flat from then on, as Section 5's second conjecture expects.
 # - Theorem 3.1's bound is **vacuous** on Example 1 and on digits: it says nothing below a layer
-#   index $81c^2$ in the hundreds or thousands. It becomes informative only on data that are
-#   themselves nearly rank one with gradients aligned to them ($\kappa$ within a few percent of 1);
+#   index $81c^2$ of {glue:text}`sts3-v-dig` on digits and {glue:text}`sts3-v-ex1` on Example 1.
+#   It becomes informative only on data that are
+#   themselves nearly rank one with gradients aligned to them ($\kappa=$ {glue:text}`sts3-k-syn` in our instance);
 #   there the optima are exactly rank one and the bound holds with room to spare.
 # - Proposition 3.3 and the key inequality of Proposition 3.4 hold on every point we tried; the
 #   inequality is tight for rank-one data and fails, as it should, outside the ball

@@ -36,7 +36,7 @@
 #
 # ```{admonition} What to take away
 # - **Reproduced at this scale.** Every depth-6 run sits on a plateau at the initial loss
-#   $\log10$ (the saddle at the origin) for a quarter of the run or more, then drops to a second
+#   $\log10$ (the saddle at the origin) for at least {glue:text}`sts4-origin-min` of the run, then drops to a second
 #   plateau. After that first escape the hidden layers are close to rank one, and the deeper
 #   ones more than the first. Runs that are still on the second plateau at the end have kept
 #   rank-one deep layers (Section 5's third conjecture).
@@ -50,7 +50,7 @@
 # ```
 
 # %% tags=["parameters"]
-profile = "ci"          # "ci": digits, width 64, 8000 steps (CPU, under a minute); "full": the paper's MNIST run (GPU)
+profile = "ci"          # "ci": digits, width 64, 7000 steps (CPU, under a minute); "full": the paper's MNIST run (GPU)
 seed = 0
 device = "auto"
 allow_fallback = False  # profile "full" only: train on generated MNIST-1D if MNIST is not in the data folder
@@ -89,7 +89,7 @@ P, dev = start_chapter(PROFILES, profile=profile, seed=seed, device=device)
 ledger = Ledger("saddle_to_saddle/04_saddle_to_saddle_training")
 if profile == "full" and dev.type == "cpu":
     print("warning: profile 'full' trains two networks of width 1000 for 1.9 million steps each; on a CPU this "
-          "takes days (on one GPU about 15-30 minutes per depth). Finished segments are cached, so the run "
+          "takes days; it is meant for a GPU (its GPU time has not been measured). Finished segments are cached, so the run "
           "can be stopped and resumed.")
 
 if P["data"] == "digits":
