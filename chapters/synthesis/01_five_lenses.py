@@ -23,7 +23,7 @@
 # optimal constant solution (OCS) as inputs leave the training distribution
 # {cite:p}`kang2024extrapolate`. None of the papers measures the other faces. This page trains
 # **one family** of multilayer perceptrons, as a few batched computations, and reads all five
-# faces off the same runs, with the library's own measuring tools. The {doc}`map <00_map>` shows
+# faces off the same runs, with the library's own measuring tools. The {doc}`map </book/map>` shows
 # how the papers' objects connect.
 #
 # The family: ReLU MLPs of width $w$ and depth $L$ (number of weight matrices), trained by full-batch
@@ -355,7 +355,7 @@ ledger.above("small-arm-escapes", "control", "small init: singular values above 
 #
 # For a bias-free ReLU network, gradient flow conserves
 # $\lVert W_{\ell+1}\rVert_F^2-\lVert W_\ell\rVert_F^2$ for every $\ell$
-# ({doc}`invariances chapter 1 </chapters/invariances/01_conserved_quantities>`); gradient descent
+# (the first chapter of the invariances part); gradient descent
 # with a finite step conserves it up to a drift of order the step squared. With $L_2$
 # regularisation, every critical point is balanced neuron by neuron
 # (`models.balancedness_residual`), and Jacot's bottleneck layers are rank-$k$ partial isometries,
@@ -475,7 +475,7 @@ ledger.above("p4-srank-rises", "P4", f"L2: median stable rank of the middle laye
 # layer *rises* from depth 4 to 6 (by {glue:text}`syn-p4-rise`, median), on every seed, while the
 # number of singular values above 0.1 falls: the two rank measures of the notation page move in
 # opposite directions here, as in the logistic arm of
-# {doc}`rank minimization chapter 3 </chapters/rank_minimization/03_depth_helps>`.
+# the third rank-minimization chapter ({doc}`the map </book/map>` links every chapter).
 
 # %% [markdown]
 # ## Norm against depth: P5
