@@ -261,7 +261,8 @@ def crossings(s: torch.Tensor, level: float = 0.5) -> list[float]:
 
 
 rows = []
-fig, axes = plotting.subplots(ncols=2 * len(small), height=3.0)
+fig, axes = plotting.subplots(ncols=2, nrows=len(small), height=2.6 * len(small))
+axes = np.asarray(axes).reshape(len(small), 2)
 for j, (L, run) in enumerate(small.items()):
     T = run["steps"]
     for r in range(len(seeds)):
@@ -273,14 +274,15 @@ for j, (L, run) in enumerate(small.items()):
                          gap=(cross[1] - cross[0]) / len(T), ratio_at_first=float(run["s"][first, r, 1] /
                                                                                   run["s"][first, r, 0]),
                          fit=float(run["loss"][r, -1] / run["loss"][r, 0])))
-        axes[2 * j].semilogy(T, run["loss"][r], color=plotting.color(r), lw=1)
+        axes[j, 0].semilogy(T, run["loss"][r], color=plotting.color(r), lw=1)
         for i in range(4):
-            axes[2 * j + 1].plot(T, run["s"][:, r, i], color=plotting.color(i), lw=1, alpha=0.8,
+            axes[j, 1].plot(T, run["s"][:, r, i], color=plotting.color(i), lw=1, alpha=0.8,
                                  label=f"$s_{i + 1}$" if r == 0 else None)
-    axes[2 * j].set(title=f"small init, L={L}: loss", xlabel="step")
-    axes[2 * j + 1].axhline(0.5, color="grey", ls=":", lw=1)
-    axes[2 * j + 1].set(title=f"L={L}: middle-layer singular values", xlabel="step")
-axes[1].legend(fontsize=8)
+    axes[j, 0].set(title=f"small init, L={L}: training loss", xlabel="step")
+    axes[j, 1].axhline(0.5, color="grey", ls=":", lw=1)
+    axes[j, 1].set(title=f"L={L}: top singular values of the middle layer", xlabel="step")
+axes[0, 1].legend(fontsize=8)
+fig.tight_layout()
 plt.show()
 
 learned = {L: torch.stack([structure.layer_ranks(run.member(i)[0], 0.1)[middle(L)]
@@ -345,10 +347,11 @@ ledger.above("small-arm-escapes", "control", "small init: singular values above 
 # P2 fails too: the smallest time between the crossings of $s_1$ and $s_2$ is
 # {glue:text}`syn-p2-gap` of the run (at depth 4 the first two values cross within a few percent of
 # the run of each other on every seed), and when $s_1$
-# crosses, $s_2/s_1$ reaches {glue:text}`syn-p2-ratio`. The plateau detector of the
-# saddle-to-saddle part sees no saddle on the depth-4 loss curves (one long descent) and one or two
-# at depth 6: the plateaus that the saddle-to-saddle picture predicts show up in the deeper
-# networks, where the escapes are slower and further apart.
+# crosses, $s_2/s_1$ reaches {glue:text}`syn-p2-ratio`. In the seed-0 figure the depth-4 runs
+# escape with two directions at once, then sit on a second plateau while $s_3$ rises; the plateau
+# detector of the saddle-to-saddle part counts no saddle on the depth-4 curves on any seed (that
+# plateau still falls faster than its threshold) and one or two at depth 6, where the escapes are
+# slower and further apart.
 
 # %% [markdown]
 # ## Conserved quantities and balancedness: P3
