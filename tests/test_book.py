@@ -17,6 +17,7 @@ import yaml
 
 from implicit_bias import book
 from implicit_bias.book import report, scorecards, seeds
+from implicit_bias.claims import Claim
 
 ROOT = book.ROOT
 CHAPTERS = book.all_chapters()
@@ -187,3 +188,38 @@ def test_every_part_has_an_items_file():
     parts = sorted(p.name for p in (ROOT / "chapters").iterdir() if p.is_dir() and any(p.glob("*.py")))
     missing = [p for p in parts if not (ROOT / scorecards.ITEMS_FOLDER / f"{p}.yml").exists()]
     assert parts and not missing, f"parts without book/items/<part>.yml: {missing}"
+
+
+def test_a_part_without_a_paper_gets_a_scorecard(tmp_path: Path):
+    """``paper: null`` (the synthesis part): the items load, and the scorecard and the errata list
+    name the part without a citation."""
+    folder = tmp_path / scorecards.ITEMS_FOLDER
+    folder.mkdir(parents=True)
+    (folder / "synthesis.yml").write_text(
+        "paper: null\ntitle: Predictions\nshort: Synthesis\n"
+        "items:\n  - {id: p1, title: A prediction, where: P1, kind: claim}\n")
+    paper = scorecards.load_papers(tmp_path)["synthesis"]
+    assert paper.key is None and paper.short == "Synthesis"
+    card = "\n".join(scorecards.render_scorecard(paper, scorecards.statuses(paper, [])))
+    assert "cite" not in card and "no paper" in card and "not tested" in card
+    claim = Claim("p1-x", "P1", "s", "p", "0", "0", True, items=("p1",), bearing="contradicts")
+    cited = [scorecards.CitedClaim("chapters/synthesis/01_x", claim)]
+    lines = scorecards.render_contradicted({"synthesis": paper}, cited, ["synthesis"])
+    assert lines[0] == "**Synthesis**" and "cite" not in "\n".join(lines)
+
+
+def test_map_is_current_and_names_every_part():
+    """book/generated/map.svg is the picture implicit_bias.book.map draws from its data, and the
+    map has a box for every part of the book (the parts are the chapter folders)."""
+    from implicit_bias.book import map as book_map
+
+    path = ROOT / book_map.MAP_PATH
+    assert path.exists() and path.read_text() == book_map.render_map_svg(), \
+        "book/generated/map.svg is stale: run python -m implicit_bias.book.map"
+    folders = {p.parent.name for p in CHAPTERS}
+    assert folders == {n.part for n in book_map.NODES}, "the map's boxes do not match the parts"
+    page = (ROOT / "book" / "map.md").read_text()
+    for py in CHAPTERS:   # the map page links every chapter and every part's scorecard
+        assert f"</{py.relative_to(ROOT).with_suffix('')}>" in page, f"book/map.md does not link {py.stem}"
+    for part in folders:
+        assert "{ref}`scorecard-" + part.replace("_", "-") + "`" in page, f"book/map.md lacks the {part} scorecard"

@@ -262,10 +262,11 @@ def cmd_build_page(args: argparse.Namespace) -> int:
         toc["parts"] = [{"caption": "Front matter", "chapters": front},
                         {"caption": "Part under test", "chapters": [{"file": f} for f in part]}]
         (stage / "_toc.yml").write_text(yaml.safe_dump(toc, sort_keys=False))
-        # the report and errata pages link every chapter: replace them by stubs here
+        # the report, errata and map pages link every chapter: replace them by stubs here
         (stage / "book" / "reproduction.md").write_text("# Reproduction report\n\n(stub)\n")
         (stage / "book" / "errata.md").write_text("# Errata found\n\n(stub)\n")
         (stage / "book" / "robustness.md").write_text("# Robustness across seeds\n\n(stub)\n")
+        (stage / "book" / "map.md").write_text("# A map of the five papers\n\n(stub)\n")  # links every part
         rc = jupyter_book_build(stage, Path(tmp) / "out", quiet=False)
     print("page builds strictly" if rc == 0 else f"strict build failed (exit {rc})")
     return rc

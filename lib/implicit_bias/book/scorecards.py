@@ -4,7 +4,8 @@ that bear on each item, and the item's status.
 An items file lists every numbered statement of a paper, the unnumbered claims the chapters test,
 and every figure, table and experiment::
 
-    paper: le2022training            # BibTeX key
+    paper: le2022training            # BibTeX key (null for a part without a paper, e.g. the
+                                     # synthesis, whose items are the book's own predictions)
     title: Training invariances and the low-rank phenomenon ...
     short: Le & Jegelka
     items:
@@ -59,7 +60,7 @@ class Paper:
     """A part's paper and its checkable items."""
 
     part: str
-    key: str
+    key: str | None  # BibTeX key; None for a part without a paper (the synthesis)
     title: str
     short: str
     items: list[Item]
@@ -200,11 +201,12 @@ def render_scorecard(paper: Paper, rows: Sequence[ItemStatus]) -> list[str]:
     n = counts(rows)
     summary = ", ".join(f"{n[s]} {s}" for s in STATUSES if n[s])
     lines = [
+        f"(scorecard-{paper.part.replace('_', '-')})=",   # target of {ref} links (the map page)
         f"### {paper.short}: {paper.title}",
         "",
         f"{len(rows)} checkable items ({summary}); "
         f"{share_with_finding(rows):.0%} have at least one falsifiable finding "
-        f"({{cite:t}}`{paper.key}`).",
+        + (f"({{cite:t}}`{paper.key}`)." if paper.key else "(the book's own predictions, no paper)."),
         "",
         "| item | where | status | claims |",
         "|---|---|---|---|",
@@ -251,7 +253,7 @@ def render_contradicted(papers: dict[str, Paper], claims: Sequence[CitedClaim],
         rows = [r for r in statuses(paper, claims) if r.status == "contradicted"]
         if not rows:
             continue
-        lines += [f"**{paper.short}** ({{cite:t}}`{paper.key}`)", ""]
+        lines += [f"**{paper.short}** ({{cite:t}}`{paper.key}`)" if paper.key else f"**{paper.short}**", ""]
         for r in rows:
             against = [c for c in r.claims if c.claim.bearing == "contradicts" and not c.claim.proxy]
             pages = sorted({c.chapter for c in against})
