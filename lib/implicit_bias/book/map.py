@@ -40,27 +40,27 @@ class Edge:
 
 NODES: tuple[Node, ...] = (
     Node("invariances", "Invariances & alignment\n(Le & Jegelka)",
-         "conserved $\\|W_{\\ell+1}\\|_F^2-\\|W_\\ell\\|_F^2$\nbalanced, aligned layers", (0.18, 0.80)),
+         "conserved $\\|W_{\\ell+1}\\|_F^2-\\|W_\\ell\\|_F^2$\nbalanced, aligned layers", (0.18, 0.82)),
     Node("rank_minimization", "Rank minimization\n(Timor, Vardi & Shamir)",
-         "$\\|W\\|_2/\\|W\\|_F$, stable rank\ndepth lowers the rank", (0.84, 0.80)),
+         "$\\|W\\|_2/\\|W\\|_F$, stable rank\ndepth lowers the rank", (0.82, 0.82)),
     Node("bottleneck", "Bottleneck structure\n(Jacot)",
-         "learned rank $k$, $\\|\\theta\\|^2\\approx kL$\nrank-$k$ partial isometries", (0.82, 0.28)),
+         "learned rank $k$, $\\|\\theta\\|^2\\approx kL$\nrank-$k$ partial isometries", (0.50, -0.08)),
     Node("saddle_to_saddle", "Saddle-to-saddle\n(Bantzis, Simon & Jacot)",
-         "small init: plateaus,\nrank-one escapes, rank grows", (0.18, 0.28)),
+         "small init: plateaus,\nrank-one escapes, rank grows", (0.90, 0.30)),
     Node("extrapolation", "Reversion to the OCS\n(Kang et al.)",
-         "shifted inputs: late-layer norms\nshrink, predictions $\\to$ OCS", (0.50, -0.10)),
+         "shifted inputs: late-layer norms\nshrink, predictions $\\to$ OCS", (0.10, 0.30)),
     Node("synthesis", "One family of deep ReLU MLPs\ntrained by gradient descent",
-         "(the synthesis: all five\nlenses on the same runs)", (0.50, 0.50)),
+         "(the synthesis: all five\nlenses on the same runs)", (0.50, 0.47)),
 )
 
 EDGES: tuple[Edge, ...] = (
-    Edge("invariances", "bottleneck", "P3: balanced layers,\n$\\|W_\\ell\\|_F^2\\approx k$", 0.3),
+    Edge("invariances", "bottleneck", "P3: balanced layers,\n$\\|W_\\ell\\|_F^2\\approx k$", 0.72),
     Edge("invariances", "rank_minimization", "P4: alignment of adjacent layers"),
     Edge("saddle_to_saddle", "bottleneck", "P1: escapes = learned rank?"),
-    Edge("saddle_to_saddle", "rank_minimization", "P2: singular values\none at a time", 0.7),
-    Edge("rank_minimization", "bottleneck", "P5: $\\|\\theta\\|^2$ grows like $kL$"),
-    Edge("bottleneck", "extrapolation", "P6: deeper = faster\nreversion?", 0.45),
-    Edge("invariances", "extrapolation", "P7: late-layer norms", 0.3),
+    Edge("saddle_to_saddle", "rank_minimization", "P2: singular values\none at a time"),
+    Edge("rank_minimization", "bottleneck", "P5: $\\|\\theta\\|^2$ grows like $kL$", 0.72),
+    Edge("bottleneck", "extrapolation", "P6: deeper = faster\nreversion?"),
+    Edge("invariances", "extrapolation", "P7: late-layer norms"),
 )
 
 
