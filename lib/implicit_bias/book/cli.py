@@ -263,7 +263,9 @@ def cmd_build_page(args: argparse.Namespace) -> int:
                         {"caption": "Part under test", "chapters": [{"file": f} for f in part]}]
         (stage / "_toc.yml").write_text(yaml.safe_dump(toc, sort_keys=False))
         # the report, errata and map pages link every chapter: replace them by stubs here
-        (stage / "book" / "reproduction.md").write_text("# Reproduction report\n\n(stub)\n")
+        anchors = "".join(f"(scorecard-{part.replace('_', '-')})=\n## {part}\n\n"  # the intro links them
+                          for part in sorted(p.stem for p in (ROOT / "book" / "items").glob("*.yml")))
+        (stage / "book" / "reproduction.md").write_text("# Reproduction report\n\n(stub)\n\n" + anchors)
         (stage / "book" / "errata.md").write_text("# Errata found\n\n(stub)\n")
         (stage / "book" / "robustness.md").write_text("# Robustness across seeds\n\n(stub)\n")
         (stage / "book" / "map.md").write_text("# A map of the five papers\n\n(stub)\n")  # links every part

@@ -232,7 +232,7 @@ def render_summary(papers: dict[str, Paper], claims: Sequence[CitedClaim],
             continue
         rows = statuses(paper, claims)
         n = counts(rows)
-        lines.append(f"| {paper.short} ({{doc}}`scorecard </book/reproduction>`) | {len(rows)} | "
+        lines.append(f"| {paper.short} ({{ref}}`scorecard <scorecard-{paper.part.replace('_', '-')}>`) | {len(rows)} | "
                      f"{n['reproduced']} | {n['qualified']} | {n['contradicted']} | "
                      f"{n['proxy only']} | {n['not tested']} |")
         contradicted = [r for r in rows if r.status == "contradicted"]
