@@ -55,7 +55,12 @@ def test_chapter_has_parameters_and_passing_ledger(py: Path):
     failed = [c["id"] for c in glued["claims"]["claims"] if c["verdict"] != "PASS"]
     assert not failed, f"claims that do not hold in the committed run: {failed}"
     last_code = [c for c in nb.cells if c.cell_type == "code"][-1]
-    assert "NBVAL_CHECK_OUTPUT" in last_code.source, "the claims cell must be checked by nbval"
+    assert "nbval-check-output" in last_code.metadata.get("tags", []), \
+        "the claims cell (the last code cell) must be tagged nbval-check-output"
+    assert "NBVAL_" not in last_code.source, "use the cell tag, not an nbval comment (it shows on the site)"
+    checked = [c for c in nb.cells if c.cell_type == "code" and "nbval-check-output" in c.metadata.get("tags", [])]
+    assert checked == [last_code], "only the claims cell is compared by nbval"
+    assert nb.metadata.get("kernelspec", {}).get("name") == "implicit-bias", "the chapter runs on the book's kernel"
 
 
 BROKEN_FENCE = re.compile(r"^\s*```+\s*\{[^}]+\}.*`")

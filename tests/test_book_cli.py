@@ -66,8 +66,7 @@ OK_CHAPTER = HEADER + textwrap.dedent('''
     ledger.close("twice", "Lemma 7", "twice the steps", "2 steps", measured=twice,
                  target=2 * P["steps"] * steps_scale, items="lemma7", bearing="supports")
 
-    # %%
-    # NBVAL_CHECK_OUTPUT
+    # %% tags=["nbval-check-output"]
     ledger.report()
 ''')
 

@@ -7,7 +7,7 @@ import math
 
 import pytest
 
-from implicit_bias.claims import Claim, Ledger
+from implicit_bias.claims import Claim, Ledger, compare
 
 NAN, INF = float("nan"), float("inf")
 
@@ -155,3 +155,64 @@ def test_data_used_is_printed_and_glued() -> None:
     assert json.loads(led.to_json())["data"] == "the digits (fallback: MNIST not found)"
     assert "Data: the digits" in led.html()
     assert "Data:" not in make_ledger().table()
+
+
+def test_numeric_claims_record_value_region_and_margin() -> None:
+    led = make_ledger()
+    lemma3, rank, rho, order = led.claims
+    assert lemma3.value == pytest.approx(1.23456e-9) and (lemma3.lo, lemma3.hi) == (-1e-6, 1e-6)
+    assert lemma3.margin == pytest.approx(1e-6 - 1.23456e-9)
+    assert (rank.lo, rank.hi) == (None, 0.5) and rank.margin == pytest.approx(0.5 - 0.31415)
+    assert rho.value is None and rho.margin is None  # NaN: no number, no margin
+    assert order.value is None and order.margin is None
+    led.above("up", "s", "st", "p", 0.8, 1.0)
+    assert led["up"].margin == pytest.approx(-0.2)  # failing side: negative
+    led.holds("count", "s", "st", "p", "4 of 5", True, value=4, lo=3)
+    assert led["count"].margin == 1.0 and led["count"].hi is None
+
+
+def test_origin_must_name_a_known_kind() -> None:
+    led = Ledger("t")
+    led.below("a", "s", "st", "p", 0.1, 1.0, origin="after-seeds: lowered from 2 after seed 3")
+    assert led["a"].origin_kind == "after-seeds"
+    led.below("b", "s", "st", "p", 0.1, 1.0, origin="theory")
+    assert led["b"].origin_kind == "theory"
+    with pytest.raises(ValueError, match="origin must start with one of"):
+        led.below("c", "s", "st", "p", 0.1, 1.0, origin="tuned")
+
+
+def _payload(led: Ledger) -> dict:
+    return json.loads(led.to_json())
+
+
+def test_compare_accepts_machine_noise_and_rejects_real_changes() -> None:
+    def ledger(value: float, bearing: str = "supports", bound: float = 0.5, vtol=None) -> Ledger:
+        led = Ledger("t")
+        led.below("x", "s", "st", "p", value, bound, bearing=bearing, vtol=vtol)
+        led.holds("h", "s", "st", "p", f"{value:.5f} somewhere", True)
+        return led
+
+    ref = _payload(ledger(0.300))
+    assert compare(ref, _payload(ledger(0.300))) == []
+    assert compare(ref, _payload(ledger(0.320))) == []  # within 10% of 0.32 + 10% of 0.5
+    problems = compare(ref, _payload(ledger(0.400)))
+    assert len(problems) == 1 and problems[0].startswith("x: value 0.4 is not within")
+    assert compare(ref, _payload(ledger(0.400, vtol=0.2))) != []  # only the committed vtol counts
+    assert compare(_payload(ledger(0.3, vtol=0.2)), _payload(ledger(0.400))) == []
+    flipped = compare(ref, _payload(ledger(0.6)))  # the verdict flips: reported with the numbers
+    assert any(p.startswith("x: verdict is 'FAIL', committed 'PASS'") for p in flipped)
+    assert compare(ref, _payload(ledger(0.3, bearing="qualifies"))) == [
+        "x: bearing is 'qualifies', committed 'supports'"]
+    other = Ledger("t")
+    other.below("y", "s", "st", "p", 0.3, 0.5)
+    assert "claim ids differ: missing ['x', 'h'], new ['y']" in compare(ref, _payload(other))[0]
+
+
+def test_compare_near_zero_uses_the_threshold_scale() -> None:
+    def ledger(value: float) -> dict:
+        led = Ledger("t")
+        led.close("drift", "s", "st", "p", value, 0.0, atol=1e-6)
+        return _payload(led)
+
+    assert compare(ledger(1e-15), ledger(5e-15)) == []  # 400% apart, but both ~0 on a 1e-6 scale
+    assert compare(ledger(1e-15), ledger(5e-7)) != []

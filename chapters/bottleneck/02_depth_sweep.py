@@ -6,9 +6,9 @@
 #       extension: .py
 #       format_name: percent
 #   kernelspec:
-#     display_name: Python 3 (ipykernel)
+#     display_name: Python 3 (implicit-bias book)
 #     language: python
-#     name: python3
+#     name: implicit-bias
 # ---
 
 # %% [markdown]
@@ -507,6 +507,5 @@ ledger.above("relu-identity-shallow-control", "control", f"depth {depths[0]}: th
 #
 # ## Claims
 
-# %%
-# NBVAL_CHECK_OUTPUT
+# %% tags=["nbval-check-output"]
 ledger.report()

@@ -6,9 +6,9 @@
 #       extension: .py
 #       format_name: percent
 #   kernelspec:
-#     display_name: Python 3 (ipykernel)
+#     display_name: Python 3 (implicit-bias book)
 #     language: python
-#     name: python3
+#     name: implicit-bias
 # ---
 
 # %% [markdown]
@@ -520,6 +520,5 @@ ledger.above("recipe-nll-wd-helps", "App. B.2", f"Gaussian NLL MLP: rise of the 
 #
 # ## Claims
 
-# %%
-# NBVAL_CHECK_OUTPUT
+# %% tags=["nbval-check-output"]
 ledger.report()

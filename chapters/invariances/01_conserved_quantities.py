@@ -6,9 +6,9 @@
 #       extension: .py
 #       format_name: percent
 #   kernelspec:
-#     display_name: Python 3 (ipykernel)
+#     display_name: Python 3 (implicit-bias book)
 #     language: python
-#     name: python3
+#     name: implicit-bias
 # ---
 
 # %% [markdown]
@@ -1305,6 +1305,5 @@ glue("cq-abs-signed-linear", f"{max(r['signed'].max() for (n, a), r in pairs_abs
 #
 # ## Claims
 
-# %%
-# NBVAL_CHECK_OUTPUT
+# %% tags=["nbval-check-output"]
 ledger.report()

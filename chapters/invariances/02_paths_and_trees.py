@@ -6,9 +6,9 @@
 #       extension: .py
 #       format_name: percent
 #   kernelspec:
-#     display_name: Python 3 (ipykernel)
+#     display_name: Python 3 (implicit-bias book)
 #     language: python
-#     name: python3
+#     name: implicit-bias
 # ---
 
 # %% [markdown]
@@ -694,6 +694,5 @@ ledger.between("def6-cut-control", "Lemma 4", "negative control: for the input-o
 #
 # ## Claims
 
-# %%
-# NBVAL_CHECK_OUTPUT
+# %% tags=["nbval-check-output"]
 ledger.report()

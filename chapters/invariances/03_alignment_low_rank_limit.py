@@ -6,9 +6,9 @@
 #       extension: .py
 #       format_name: percent
 #   kernelspec:
-#     display_name: Python 3 (ipykernel)
+#     display_name: Python 3 (implicit-bias book)
 #     language: python
-#     name: python3
+#     name: implicit-bias
 # ---
 
 # %% [markdown]
@@ -699,8 +699,7 @@ plt.close(fig)
 # hypotheses, fewer than the three the claim asks for: the families now have 40 networks each,
 # with output weights of opposite signs.
 
-# %%
-# NBVAL_CHECK_OUTPUT
+# %% tags=["nbval-check-output"]
 count = lambda v: f"{int(v.sum())}/{len(v)}"
 ledger.holds("cor1-h-separable", "Cor. 1 hypothesis", "setup check: the data are separable "
              "through the origin (hard-margin QP feasible)", "assumed", f"gamma_lin={sep.margin:.3f}",

@@ -6,9 +6,9 @@
 #       extension: .py
 #       format_name: percent
 #   kernelspec:
-#     display_name: Python 3 (ipykernel)
+#     display_name: Python 3 (implicit-bias book)
 #     language: python
-#     name: python3
+#     name: implicit-bias
 # ---
 
 # %% [markdown]
@@ -310,8 +310,7 @@ plt.close(fig)
 # networks is now 0.05 for both; the values on every seed are on the
 # {doc}`robustness page </book/robustness>`.
 
-# %%
-# NBVAL_CHECK_OUTPUT
+# %% tags=["nbval-check-output"]
 n_train = len(y)
 ledger.below("fit", "J&T19 setting", "setup check: training loss below log(2)/n (all samples "
              "classified)", "separable, risk -> 0", R["loss"], math.log(2) / n_train, fmt=".2e",

@@ -6,9 +6,9 @@
 #       extension: .py
 #       format_name: percent
 #   kernelspec:
-#     display_name: Python 3 (ipykernel)
+#     display_name: Python 3 (implicit-bias book)
 #     language: python
-#     name: python3
+#     name: implicit-bias
 # ---
 
 # %% [markdown]
@@ -403,6 +403,5 @@ ledger.above("eq2-kink", "Def. 2.1", "Eq. (2) sits on a kink: with sigma'(0) = 0
 #
 # ## Claims
 
-# %%
-# NBVAL_CHECK_OUTPUT
+# %% tags=["nbval-check-output"]
 ledger.report()

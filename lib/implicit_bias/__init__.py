@@ -32,6 +32,13 @@ imports another part, and the toolkit never imports a part; ``tests/test_layout.
 
 __version__ = "0.1.0"
 
-from .runtime import describe_run, resolve_device, select_profile, set_seed  # noqa: E402
-
 __all__ = ["__version__", "describe_run", "resolve_device", "select_profile", "set_seed"]
+_RUNTIME = ("describe_run", "resolve_device", "select_profile", "set_seed")
+
+
+def __getattr__(name: str):  # PEP 562: importing the package does not import torch (the test
+    if name in _RUNTIME:     # suite chooses the CPU kernels before torch loads; conftest.py)
+        from . import runtime
+
+        return getattr(runtime, name)
+    raise AttributeError(f"module 'implicit_bias' has no attribute {name!r}")

@@ -14,9 +14,22 @@ says what it **bears on**: the ids of the paper's checkable items (listed as dat
 
 ``proxy=True`` marks a claim that tests the item through a stand-in (weight decay for a minimum
 norm, a small data set for the paper's, ...). The chapter's last cell calls
-:meth:`Ledger.report`, which shows the ledger as an HTML table on the site, keeps a plain-text
-table (rounded, so nbval can compare it exactly) as the output's ``text/plain``, and glues the
-rows as JSON under the key ``claims`` for the reproduction report and the scorecards.
+:meth:`Ledger.report`, which shows the ledger as an HTML table on the site, a plain-text table
+for terminals, and glues the rows as JSON under the key ``claims`` for the reproduction report,
+the scorecards, the seed sweep and the test suite.
+
+**Numbers behind a verdict.** A numeric claim (``close``, ``below``, ``above``, ``between``, or
+``holds`` given ``value=``) records its raw ``value`` and the region ``[lo, hi]`` where it passes,
+so the seed sweep can say how far each seed's value sits from the threshold (:attr:`Claim.margin`).
+``origin`` says where the threshold comes from (:data:`ORIGINS`): the paper, the theory, a margin
+stated before the run, or a value set after seeing seeds (which the robustness page lists).
+
+**Portable verdicts** (:func:`compare`). Torch and MKL do not give the same bits on every CPU, so
+the test suite does not compare a re-executed ledger with the committed one character by
+character: ids, bearings, items, proxy flags and verdicts must be equal, and each numeric value
+must lie within ``vtol`` of the committed one (default :func:`default_vtol`: 10% of the larger
+magnitude plus 10% of the threshold's scale). A claim whose value legitimately moves more across
+machines (a count over chaotic runs, say) states its own ``vtol``.
 """
 
 from __future__ import annotations
@@ -32,6 +45,12 @@ GLUE_KEY = "claims"
 BEARINGS = ("supports", "contradicts", "qualifies", "control")
 Bearing = Literal["supports", "contradicts", "qualifies", "control"]
 Items = str | Sequence[str] | None
+# Where a threshold comes from. "paper": the paper's own value or statement; "theory": implied by
+# the mathematics (a bound, zero up to floating-point error); "prior": a margin stated before the
+# first run of the claim; "after-seeds": set or moved after results were seen (write what was seen,
+# e.g. "after-seeds: lowered from 0.9 after seed 3"). Text after a colon is a free-form note.
+ORIGINS = ("paper", "theory", "prior", "after-seeds")
+REL_VTOL = 0.1  # book-wide default for values compared across machines (see default_vtol)
 
 
 @dataclass(frozen=True)
@@ -48,10 +67,27 @@ class Claim:
     items: tuple[str, ...] = field(default=())
     bearing: str | None = None
     proxy: bool = False
+    value: float | None = None  # the raw measured number (None: checked by a boolean, or not finite)
+    lo: float | None = None  # the value passes inside [lo, hi] (None: unbounded on that side)
+    hi: float | None = None
+    origin: str | None = None  # where the threshold comes from: see ORIGINS
+    vtol: float | None = None  # allowed difference of value across machines (None: default_vtol)
 
     @property
     def verdict(self) -> str:
         return "PASS" if self.passed else "FAIL"
+
+    @property
+    def origin_kind(self) -> str | None:
+        """The kind of :attr:`origin` (one of :data:`ORIGINS`), without its note."""
+        return None if self.origin is None else self.origin.split(":", 1)[0].strip()
+
+    @property
+    def margin(self) -> float | None:
+        """Signed distance from :attr:`value` to the nearest edge of the passing region ``[lo,
+        hi]``: positive inside, negative outside; None for a claim without a numeric value or
+        region."""
+        return margin(self.value, self.lo, self.hi)
 
     @classmethod
     def from_dict(cls, row: dict) -> Claim:
@@ -59,6 +95,68 @@ class Claim:
         known = {k: v for k, v in row.items() if k in cls.__dataclass_fields__}
         known["items"] = tuple(known.get("items") or ())
         return cls(**known)
+
+
+def margin(value: float | None, lo: float | None, hi: float | None) -> float | None:
+    """Signed distance from ``value`` to the nearest finite edge of ``[lo, hi]`` (positive
+    inside); None when there is no value or no finite edge."""
+    if value is None or not math.isfinite(value):
+        return None
+    edges = []
+    if lo is not None and math.isfinite(lo):
+        edges.append(value - lo)
+    if hi is not None and math.isfinite(hi):
+        edges.append(hi - value)
+    return min(edges) if edges else None
+
+
+def default_vtol(claim: Claim) -> float:
+    """How far a claim's value may move between machines by default: :data:`REL_VTOL` of the value's
+    magnitude plus :data:`REL_VTOL` of the threshold's scale (the passing interval's width, or the
+    one-sided bound's magnitude), so that values near zero are compared on the threshold's scale."""
+    finite = [e for e in (claim.lo, claim.hi) if e is not None and math.isfinite(e)]
+    if len(finite) == 2:
+        scale = finite[1] - finite[0]
+        if scale == 0:
+            scale = abs(finite[0])
+    else:
+        scale = abs(finite[0]) if finite else 0.0
+    return REL_VTOL * (abs(claim.value or 0.0) + scale)
+
+
+def compare(reference: dict, test: dict) -> list[str]:
+    """What differs between two ledgers (JSON payloads as glued by :meth:`Ledger.report`) beyond
+    what machines may change: the ids (in order), and per claim its bearing, items, proxy flag and
+    verdict exactly; its value within the reference's ``vtol`` (or :func:`default_vtol`). Values of
+    claims without a numeric value (``holds`` without ``value=``) are not compared. Returns one
+    line per difference (empty when the ledgers agree)."""
+    ref = [Claim.from_dict(r) for r in reference.get("claims", [])]
+    new = [Claim.from_dict(r) for r in test.get("claims", [])]
+    problems: list[str] = []
+    ref_ids, new_ids = [c.id for c in ref], [c.id for c in new]
+    if ref_ids != new_ids:
+        missing = [i for i in ref_ids if i not in new_ids]
+        extra = [i for i in new_ids if i not in ref_ids]
+        problems.append(f"claim ids differ: missing {missing}, new {extra}"
+                        + (" (same ids, other order)" if not missing and not extra else ""))
+    by_id = {c.id: c for c in new}
+    for r in ref:
+        t = by_id.get(r.id)
+        if t is None:
+            continue
+        for attr in ("bearing", "items", "proxy", "verdict"):
+            if getattr(r, attr) != getattr(t, attr):
+                problems.append(f"{r.id}: {attr} is {getattr(t, attr)!r}, committed {getattr(r, attr)!r}"
+                                + (f" (measured {t.measured}, committed {r.measured}; tolerance "
+                                   f"{r.tolerance})" if attr == "verdict" else ""))
+        if r.value is not None and t.value is not None:
+            tol = r.vtol if r.vtol is not None else default_vtol(r)
+            if not abs(t.value - r.value) <= tol:
+                problems.append(f"{r.id}: value {t.value:.6g} is not within {tol:.3g} of the committed "
+                                f"{r.value:.6g}")
+        elif (r.value is None) != (t.value is None):
+            problems.append(f"{r.id}: value is {t.value}, committed {r.value}")
+    return problems
 
 
 def _fmt(x: float, fmt: str) -> str:
@@ -82,14 +180,26 @@ class Ledger:
 
     def _add(self, id: str, source: str, statement: str, paper: str, measured: str,
              tolerance: str, passed: bool, items: Items, bearing: Bearing | None,
-             proxy: bool) -> None:
+             proxy: bool, value: float | None = None, lo: float | None = None,
+             hi: float | None = None, origin: str | None = None,
+             vtol: float | None = None) -> None:
         if any(c.id == id for c in self.claims):
             raise ValueError(f"duplicate claim id {id!r}")
         if bearing is not None and bearing not in BEARINGS:
             raise ValueError(f"claim {id!r}: bearing must be one of {BEARINGS}, got {bearing!r}")
+        if origin is not None and origin.split(":", 1)[0].strip() not in ORIGINS:
+            raise ValueError(f"claim {id!r}: origin must start with one of {ORIGINS} (then ': a note'), "
+                             f"got {origin!r}")
+        if vtol is not None and not vtol >= 0:
+            raise ValueError(f"claim {id!r}: vtol must be a non-negative number, got {vtol!r}")
         item_ids = (items,) if isinstance(items, str) else tuple(items or ())
+        value = None if value is None else float(value)
+        if value is not None and not math.isfinite(value):
+            value = None  # the measured text says "nan" / "inf"; JSON has no such numbers
         claim = Claim(id, source, statement, paper, measured, tolerance, bool(passed),
-                      item_ids, bearing, bool(proxy))
+                      item_ids, bearing, bool(proxy), value,
+                      None if lo is None else float(lo), None if hi is None else float(hi),
+                      origin, None if vtol is None else float(vtol))
         self.claims.append(claim)
         # nothing is returned, so a check as the last line of a cell prints nothing on the page;
         # ``ledger[id]`` gives the claim back
@@ -103,49 +213,63 @@ class Ledger:
 
     def close(self, id: str, source: str, statement: str, paper: str, measured: float,
               target: float, atol: float = 0.0, rtol: float = 0.0, fmt: str = ".3g", *,
-              items: Items = None, bearing: Bearing | None = None, proxy: bool = False) -> None:
+              items: Items = None, bearing: Bearing | None = None, proxy: bool = False,
+              origin: str | None = None, vtol: float | None = None) -> None:
         """``|measured - target| <= atol + rtol * |target|``."""
         measured, target = float(measured), float(target)
         bound = atol + rtol * abs(target)
         ok = math.isfinite(measured) and abs(measured - target) <= bound
         tol = f"|x - {_fmt(target, fmt)}| <= {_fmt(bound, '.2g')}"
         return self._add(id, source, statement, paper, _fmt(measured, fmt), tol, ok,
-                         items, bearing, proxy)
+                         items, bearing, proxy, measured, target - bound, target + bound,
+                         origin, vtol)
 
     def below(self, id: str, source: str, statement: str, paper: str, measured: float,
               bound: float, fmt: str = ".3g", *, items: Items = None,
-              bearing: Bearing | None = None, proxy: bool = False) -> None:
+              bearing: Bearing | None = None, proxy: bool = False,
+              origin: str | None = None, vtol: float | None = None) -> None:
         """``measured < bound``."""
         measured = float(measured)
         ok = math.isfinite(measured) and measured < bound
         return self._add(id, source, statement, paper, _fmt(measured, fmt),
-                         f"< {_fmt(bound, '.3g')}", ok, items, bearing, proxy)
+                         f"< {_fmt(bound, '.3g')}", ok, items, bearing, proxy, measured, None, bound,
+                         origin, vtol)
 
     def above(self, id: str, source: str, statement: str, paper: str, measured: float,
               bound: float, fmt: str = ".3g", *, items: Items = None,
-              bearing: Bearing | None = None, proxy: bool = False) -> None:
+              bearing: Bearing | None = None, proxy: bool = False,
+              origin: str | None = None, vtol: float | None = None) -> None:
         """``measured > bound``."""
         measured = float(measured)
         ok = math.isfinite(measured) and measured > bound
         return self._add(id, source, statement, paper, _fmt(measured, fmt),
-                         f"> {_fmt(bound, '.3g')}", ok, items, bearing, proxy)
+                         f"> {_fmt(bound, '.3g')}", ok, items, bearing, proxy, measured, bound, None,
+                         origin, vtol)
 
     def between(self, id: str, source: str, statement: str, paper: str, measured: float,
                 lo: float, hi: float, fmt: str = ".3g", *, items: Items = None,
-                bearing: Bearing | None = None, proxy: bool = False) -> None:
+                bearing: Bearing | None = None, proxy: bool = False,
+                origin: str | None = None, vtol: float | None = None) -> None:
         """``lo <= measured <= hi``."""
         measured = float(measured)
         ok = math.isfinite(measured) and lo <= measured <= hi
         tol = f"in [{_fmt(lo, '.3g')}, {_fmt(hi, '.3g')}]"
         return self._add(id, source, statement, paper, _fmt(measured, fmt), tol, ok,
-                         items, bearing, proxy)
+                         items, bearing, proxy, measured, lo, hi, origin, vtol)
 
     def holds(self, id: str, source: str, statement: str, paper: str, measured: str,
               condition: bool, tolerance: str = "exact", *, items: Items = None,
-              bearing: Bearing | None = None, proxy: bool = False) -> None:
-        """A statement whose check is a boolean computed by the run (e.g. a count, an order)."""
+              bearing: Bearing | None = None, proxy: bool = False,
+              value: float | None = None, lo: float | None = None, hi: float | None = None,
+              origin: str | None = None, vtol: float | None = None) -> None:
+        """A statement whose check is a boolean computed by the run (e.g. a count, an order).
+
+        Give ``value`` (and the region ``[lo, hi]`` where the condition holds, when it is a
+        threshold on that value: a count of seeds, the worst of several ratios) so that the seed
+        sweep can measure the claim's margin and the test suite can compare the value across
+        machines."""
         return self._add(id, source, statement, paper, measured, tolerance, bool(condition),
-                         items, bearing, proxy)
+                         items, bearing, proxy, value, lo, hi, origin, vtol)
 
     @property
     def all_passed(self) -> bool:

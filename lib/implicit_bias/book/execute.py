@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ..runtime import QUIET_ENV
+from .portable import record_kernels
 from .sources import relative, strip_volatile, synced_notebook
 
 
@@ -78,6 +78,8 @@ def execute_one(py: str, output: str, parameters: dict[str, Any], log_dir: str,
     import nbformat
     import papermill as pm
 
+    from ..runtime import QUIET_ENV
+
     os.environ.setdefault(QUIET_ENV, "1")
     os.environ.setdefault("MPLBACKEND", "module://matplotlib_inline.backend_inline")
     if gpu is not None:
@@ -122,6 +124,7 @@ def execute_one(py: str, output: str, parameters: dict[str, Any], log_dir: str,
                 where = _failed_cell(nb)
             if strip:
                 strip_volatile(nb)
+                record_kernels(nb)  # which CPU kernels wrote the committed outputs (portable.py)
             target = out if ok else logs / out.name
             target.parent.mkdir(parents=True, exist_ok=True)
             nbformat.write(nb, target)
