@@ -73,7 +73,7 @@ seeds: install
 
 test: install
 	-@$(MAKE) --no-print-directory vendor-mathjax
-	$(PY) -m pytest -n 2 --dist loadfile --nbval-lax tests chapters
+	$(PY) -m pytest -n 2 --dist loadfile --nbval-lax --nbval-current-env tests chapters
 
 test-fast: install
 	$(PY) -m pytest -n 2 tests -m "not slow"

@@ -19,14 +19,19 @@ def cited(bearing: str | None, passed: bool = True, proxy: bool = False, items=(
 
 @pytest.mark.parametrize("claims, status", [
     ([], "not tested"),
-    ([cited("control")], "not tested"),
+    ([cited("control")], "only controls"),  # rows that cannot fail never count as evidence
+    ([cited("control"), cited("control")], "only controls"),
     ([cited("supports")], "reproduced"),
     ([cited("supports"), cited("control")], "reproduced"),
     ([cited("supports"), cited("qualifies")], "qualified"),
     ([cited("supports"), cited("contradicts")], "contradicted"),
-    ([cited("contradicts", proxy=True), cited("supports")], "reproduced"),
+    # a contradiction on stand-in data is not hidden behind a direct support
+    ([cited("contradicts", proxy=True), cited("supports")], "contradicted on stand-in data"),
+    ([cited("contradicts", proxy=True), cited("qualifies")], "contradicted on stand-in data"),
+    ([cited("contradicts", proxy=True), cited("contradicts")], "contradicted"),
     ([cited("supports", proxy=True)], "proxy only"),
-    ([cited("supports", proxy=True), cited("qualifies", proxy=True)], "proxy only"),
+    ([cited("supports", proxy=True), cited("control")], "proxy only"),
+    ([cited("supports", proxy=True), cited("qualifies", proxy=True)], "qualified"),
     ([cited("supports", proxy=True), cited("supports")], "reproduced"),
     ([cited("supports"), cited("control", passed=False)], "failing"),
 ])
@@ -58,6 +63,18 @@ def test_load_papers_and_statuses(tmp_path: Path):
     assert sc.share_with_finding(rows) == 0.5
     page = "\n".join(sc.render_scorecard(paper, rows))
     assert "**contradicted**" in page and "needs ImageNet" in page and "50%" in page
+
+
+def test_contradictions_on_stand_in_data_reach_the_summary_and_the_errata(tmp_path: Path):
+    write_items(tmp_path, ITEMS)
+    papers = sc.load_papers(tmp_path)
+    claims = [cited("contradicts", proxy=True), cited("supports"), cited("control", items=("fig1",))]
+    rows = sc.statuses(papers["part"], claims)
+    assert [r.status for r in rows] == ["contradicted on stand-in data", "only controls"]
+    summary = sc.render_summary(papers, claims, ["part"])
+    assert "on stand-in data they contradict First theorem (Sec. 2)" in summary
+    errata = "\n".join(sc.render_contradicted(papers, claims, ["part"]))
+    assert "First theorem: contradicted on stand-in data by `c`" in errata
 
 
 @pytest.mark.parametrize("text, message", [

@@ -1,7 +1,8 @@
 """The claims ledger: every statement a chapter makes, checked by the run.
 
 A claim has an id, its source (paper and statement or figure), what the paper says, the value
-measured by the run, the tolerance (fixed before looking at the result) and a verdict. It also
+measured by the run, the tolerance (with its :data:`ORIGINS`: the paper, the theory, a margin
+stated before the run, or set after seeing seeds) and a verdict. It also
 says what it **bears on**: the ids of the paper's checkable items (listed as data in
 ``book/items/<part>.yml``) and how:
 

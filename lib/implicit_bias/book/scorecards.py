@@ -17,16 +17,23 @@ and every figure, table and experiment::
         note: why it is not tested   # optional
 
 A claim bears on items with a bearing (``supports``, ``contradicts``, ``qualifies``, ``control``;
-see :mod:`implicit_bias.claims`). The status of an item, from the claims citing it:
+see :mod:`implicit_bias.claims`). Only **findings** count: claims that could have failed, i.e. any
+bearing but ``control``. A row that holds for any weights, any data or by construction (an
+identity, a bound that holds for every network, a filter that guarantees its result, a setup
+check) is a ``control`` and never makes an item reproduced. The status of an item, from the claims
+citing it, first rule that applies:
 
-- **contradicted**: some claim contradicts it (not through a proxy);
-- **proxy only**: every finding (non-control claim) on it goes through a stand-in;
+- **failing**: some claim's verdict is FAIL: the run did not show what the page says;
+- **contradicted**: some finding contradicts it on the paper's own kind of setting (not a proxy);
+- **contradicted on stand-in data**: some finding contradicts it through a stand-in (a smaller
+  data set, weight decay for a minimum norm, ...): a contradiction all the same, listed with the
+  others in the intro and on the errata page;
 - **qualified**: some finding qualifies it (holds only under extra conditions or at this scale);
-- **reproduced**: findings support it and none qualifies or contradicts it;
-- **not tested**: no finding (possibly controls only: constructions checked, nothing that could
-  disagree with the paper).
-
-A claim whose verdict is FAIL makes the item **failing**: the run did not show what the page says.
+- **reproduced**: findings that are not proxies support it, and none qualifies or contradicts it;
+- **proxy only**: every finding supports it through a stand-in;
+- **only controls**: claims cite it, but every one is a control: nothing that could disagree with
+  the paper;
+- **not tested**: no claim cites it.
 """
 
 from __future__ import annotations
@@ -41,7 +48,9 @@ from ..claims import BEARINGS, Claim
 ITEMS_FOLDER = Path("book") / "items"
 KINDS = ("theorem", "lemma", "proposition", "corollary", "definition", "equation", "claim",
          "figure", "table", "experiment", "example", "algorithm", "remark")
-STATUSES = ("reproduced", "qualified", "contradicted", "proxy only", "not tested", "failing")
+STATUSES = ("reproduced", "qualified", "contradicted", "contradicted on stand-in data", "proxy only",
+            "only controls", "not tested", "failing")
+CONTRADICTED = ("contradicted", "contradicted on stand-in data")
 
 
 @dataclass(frozen=True)
@@ -126,14 +135,16 @@ def item_status(claims: Sequence[CitedClaim]) -> str:
         return "failing"
     findings = [c.claim for c in claims if c.claim.bearing != "control"]
     if not findings:
-        return "not tested"
+        return "only controls" if claims else "not tested"
     if any(c.bearing == "contradicts" and not c.proxy for c in findings):
         return "contradicted"
-    if all(c.proxy for c in findings):
-        return "proxy only"
+    if any(c.bearing == "contradicts" for c in findings):
+        return "contradicted on stand-in data"
     if any(c.bearing == "qualifies" for c in findings):
         return "qualified"
-    return "reproduced"
+    if any(c.bearing == "supports" and not c.proxy for c in findings):
+        return "reproduced"
+    return "proxy only"
 
 
 def statuses(paper: Paper, claims: Iterable[CitedClaim]) -> list[ItemStatus]:
@@ -172,7 +183,9 @@ def _md(text: Any) -> str:
 
 STATUS_BADGE = {
     "reproduced": "reproduced", "qualified": "qualified", "contradicted": "**contradicted**",
-    "proxy only": "proxy only", "not tested": "*not tested*", "failing": "**FAILING**",
+    "contradicted on stand-in data": "**contradicted** (on stand-in data)",
+    "proxy only": "proxy only", "only controls": "*only controls*", "not tested": "*not tested*",
+    "failing": "**FAILING**",
 }
 
 
@@ -223,8 +236,9 @@ def render_summary(papers: dict[str, Paper], claims: Sequence[CitedClaim],
                    order: Sequence[str]) -> str:
     """The intro's summary of results: per paper, the counts of item statuses and the items the
     runs contradict (generated, so it cannot drift from the ledgers)."""
-    lines = ["| paper | items | reproduced | qualified | contradicted | proxy only | not tested |",
-             "|---|---|---|---|---|---|---|"]
+    lines = ["| paper | items | reproduced | qualified | contradicted | contradicted on stand-in data "
+             "| proxy only | only controls | not tested |",
+             "|---|---|---|---|---|---|---|---|---|"]
     bullets = []
     for part in order:
         paper = papers.get(part)
@@ -234,11 +248,18 @@ def render_summary(papers: dict[str, Paper], claims: Sequence[CitedClaim],
         n = counts(rows)
         lines.append(f"| {paper.short} ({{ref}}`scorecard <scorecard-{paper.part.replace('_', '-')}>`) | {len(rows)} | "
                      f"{n['reproduced']} | {n['qualified']} | {n['contradicted']} | "
-                     f"{n['proxy only']} | {n['not tested']} |")
-        contradicted = [r for r in rows if r.status == "contradicted"]
-        if contradicted:
-            names = "; ".join(f"{r.item.title} ({r.item.where})" for r in contradicted)
-            bullets.append(f"- **{paper.short}**: the runs contradict {names}.")
+                     f"{n['contradicted on stand-in data']} | {n['proxy only']} | "
+                     f"{n['only controls']} | {n['not tested']} |")
+        direct = [r for r in rows if r.status == "contradicted"]
+        standin = [r for r in rows if r.status == "contradicted on stand-in data"]
+        said = []
+        if direct:
+            said.append("the runs contradict " + "; ".join(f"{r.item.title} ({r.item.where})" for r in direct))
+        if standin:
+            said.append("on stand-in data they contradict "
+                        + "; ".join(f"{r.item.title} ({r.item.where})" for r in standin))
+        if said:
+            bullets.append(f"- **{paper.short}**: " + "; ".join(said) + ".")
     return "\n".join(lines + [""] + bullets) + "\n"
 
 
@@ -250,15 +271,17 @@ def render_contradicted(papers: dict[str, Paper], claims: Sequence[CitedClaim],
         paper = papers.get(part)
         if paper is None:
             continue
-        rows = [r for r in statuses(paper, claims) if r.status == "contradicted"]
+        rows = [r for r in statuses(paper, claims) if r.status in CONTRADICTED]
         if not rows:
             continue
         lines += [f"**{paper.short}** ({{cite:t}}`{paper.key}`)" if paper.key else f"**{paper.short}**", ""]
         for r in rows:
-            against = [c for c in r.claims if c.claim.bearing == "contradicts" and not c.claim.proxy]
+            direct = r.status == "contradicted"
+            against = [c for c in r.claims if c.claim.bearing == "contradicts" and c.claim.proxy != direct]
             pages = sorted({c.chapter for c in against})
             links = ", ".join(f"{{doc}}`/{p}`" for p in pages)
             ids = ", ".join(f"`{c.claim.id}`" for c in against)
-            lines.append(f"- {r.item.where}, {r.item.title}: contradicted by {ids} ({links}).")
+            how = "contradicted by" if direct else "contradicted on stand-in data by"
+            lines.append(f"- {r.item.where}, {r.item.title}: {how} {ids} ({links}).")
         lines.append("")
     return lines

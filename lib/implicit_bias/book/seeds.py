@@ -3,15 +3,21 @@
 ``python -m implicit_bias.book seeds`` (``make seeds``) executes the chapters on seeds 1-4 into
 ``_build/seeds/seed<N>/`` (the committed notebooks are the seed-0 run: nbval re-executes them in
 every test run), gathers every ledger into ``book/data/seed_sweep.json`` and writes
-``book/robustness.md``: per claim, on how many seeds it holds and the min / median / max of its
-measured value. Both files are committed; the test suite checks that they list exactly the
-claims of the committed notebooks, with seed 0's values equal to the committed ones, and names
-the command to run when they are stale (without re-running the sweep).
+``book/robustness.md``: per claim, on how many seeds it holds, the min / median / max of its
+measured value, its **margin** (how far the seeds' values sit from the threshold, in units of
+their spread: :func:`margin_in_spreads`) and where its threshold comes from. Claims within one
+spread of their threshold, and thresholds set after seeing seeds, are listed at the top. Both
+files are committed; the test suite checks that they list exactly the claims of the committed
+notebooks, with seed 0's values equal to the committed ones, and names the command to run when
+they are stale (without re-running the sweep).
+
+Thresholds are tuned on seeds 0-4 only: the book's claims are judged on seeds it never ran.
 """
 
 from __future__ import annotations
 
 import json
+import math
 import statistics
 from collections.abc import Sequence
 from pathlib import Path
@@ -88,7 +94,12 @@ def gather(seeds: Sequence[int], chapters: Sequence[Path],
                 continue
             for c in led.claims:
                 row = entry["claims"].setdefault(c.id, {"statement": c.statement, "runs": {}})
-                row["runs"][str(seed)] = {"measured": c.measured, "verdict": c.verdict}
+                if seed == 0 or "origin" not in row:
+                    row["origin"] = c.origin
+                run = {"measured": c.measured, "verdict": c.verdict}
+                if c.value is not None:
+                    run.update(value=c.value, lo=c.lo, hi=c.hi)
+                row["runs"][str(seed)] = run
     for seed, names in (failed or {}).items():
         for name in names:
             chap = data["chapters"].setdefault(str(Path(name).with_suffix("")), new_entry())
@@ -102,6 +113,37 @@ def _number(text: str) -> float | None:
         return float(text)
     except (TypeError, ValueError):
         return None
+
+
+KNIFE_EDGE = 1.0  # a claim whose margin is below one spread over seeds must be restated
+
+
+def margin_in_spreads(runs: Sequence[dict[str, Any]]) -> float | None:
+    """How far a claim's values sit from its threshold, in units of their spread over seeds: the
+    median over seeds of the signed margin (:func:`implicit_bias.claims.margin`: distance to the
+    nearest edge of the passing region, negative where it fails) divided by the standard deviation
+    of the values. ``inf`` when every seed gives the same value inside the region; None for a
+    claim without numeric values and a finite threshold (checked by a boolean)."""
+    from ..claims import margin
+
+    pts = [(r["value"], margin(r["value"], r.get("lo"), r.get("hi"))) for r in runs
+           if r.get("value") is not None]
+    if not pts or len(pts) < len(runs) or any(m is None for _, m in pts):
+        return None
+    values = [v for v, _ in pts]
+    mid = statistics.median(m for _, m in pts)
+    sd = statistics.stdev(values) if len(values) > 1 else 0.0
+    if sd == 0:
+        return math.inf if mid > 0 else (-math.inf if mid < 0 else 0.0)
+    return mid / sd
+
+
+def _margin_text(z: float | None) -> str:
+    if z is None:
+        return "boolean"
+    if math.isinf(z):
+        return "exact" if z > 0 else "fails"
+    return f"{z:.1f}" + (" ⚠" if z < KNIFE_EDGE else "")
 
 
 def _spread(values: Sequence[str]) -> tuple[str, str, str]:
@@ -120,12 +162,25 @@ PAGE_INTRO = """\
 Every chapter executed on seeds {seeds} (profile `ci`).{fewer} The committed notebooks are the seed-0
 run; the other seeds are executed by `make seeds` (`python -m implicit_bias.book seeds`), which
 also regenerates this page from `book/data/seed_sweep.json`. Per claim: on how many seeds it
-holds, the seeds where it fails, and the min / median / max of its measured value (the values
-themselves where they are not numbers). A claim that fails on some seed is a finding about the
-claim: the chapter says what holds across seeds and what depends on the seed. Any statement in
-the book about several seeds refers to this page.
+holds, the seeds where it fails, the min / median / max of its measured value (the values
+themselves where they are not numbers), its **margin** and the **origin** of its threshold. A claim
+that fails on some seed is a finding about the claim: the chapter says what holds across seeds and
+what depends on the seed. Any statement in the book about several seeds refers to this page.
 
-**{held} of {total} claims hold on every seed**; {n_fail} fail on at least one.
+**Margin**: the median over seeds of the distance from the value to the threshold (negative on
+the failing side), in units of the values' standard deviation over seeds. A claim within one
+spread of its threshold (margin below {edge:g}, marked ⚠) could flip on a seed the book never ran;
+such a claim must be restated (a statistic over several seeds, a larger sample, the paper's
+threshold) or carry the bearing `qualifies`. *exact*: every seed gives the same value;
+*boolean*: the claim is checked by a condition without a numeric value, so only the count of
+seeds speaks for it. **Origin** of the threshold: `paper` (the paper's value), `theory` (implied
+by the mathematics), `prior` (a margin stated before the claim's first run), `after-seeds` (set or
+moved after results were seen; listed below), or *not stated*. Thresholds are tuned on seeds 0-4
+only; the claims are judged on seeds the book never ran.
+
+**{held} of {total} claims hold on every seed**; {n_fail} fail on at least one. {n_edge} claim(s)
+sit within one spread of their threshold; {n_bool} are boolean; {n_after} thresholds were set
+after seeing seeds; {n_unstated} claims do not state the origin of their threshold.
 """
 
 
@@ -141,7 +196,9 @@ def render_page(data: dict[str, Any], titles: dict[str, str]) -> str:
                for ch, e in data["chapters"].items()}
     all_seeds = sorted({s for e in entries.values() for s in e["seeds"]})
     fewer = [ch for ch, e in entries.items() if e["seeds"] != all_seeds]
-    total = held = 0
+    total = held = n_bool = n_unstated = 0
+    edge: list[tuple[str, str, float]] = []
+    after: list[tuple[str, str, str]] = []
     body: list[str] = []
     for chapter, entry in entries.items():
         seeds = entry["seeds"]
@@ -150,7 +207,8 @@ def render_page(data: dict[str, Any], titles: dict[str, str]) -> str:
         if entry["failed"]:
             body += [f"**The chapter did not finish on seed(s) {', '.join(map(str, entry['failed']))}**: "
                      "its claims count as failing there.", ""]
-        body += ["| claim | holds on | fails on | min | median | max |", "|---|---|---|---|---|---|"]
+        body += ["| claim | holds on | fails on | min | median | max | margin | origin |",
+                 "|---|---|---|---|---|---|---|---|"]
         for cid, row in entry["claims"].items():
             runs = row["runs"]
             ok = [s for s in seeds if runs.get(str(s), {}).get("verdict") == "PASS"]
@@ -159,16 +217,38 @@ def render_page(data: dict[str, Any], titles: dict[str, str]) -> str:
             held += not bad
             lo, mid, hi = _spread([runs[str(s)]["measured"] for s in seeds if str(s) in runs])
             fails = ", ".join(map(str, bad)) if bad else "-"
+            z = margin_in_spreads([runs[str(s)] for s in seeds if str(s) in runs])
+            origin = row.get("origin")
+            kind = origin.split(":", 1)[0].strip() if origin else None
+            if z is None:
+                n_bool += 1
+            elif z < KNIFE_EDGE:
+                edge.append((chapter, cid, z))
+            if kind == "after-seeds":
+                after.append((chapter, cid, origin.split(":", 1)[1].strip() if ":" in origin else ""))
+            n_unstated += kind is None
             body.append(f"| `{cid}` | {len(ok)} / {len(seeds)} | {fails} | {_md_cell(lo)} | "
-                        f"{_md_cell(mid)} | {_md_cell(hi)} |")
+                        f"{_md_cell(mid)} | {_md_cell(hi)} | {_margin_text(z)} | {kind or '*not stated*'} |")
         body.append("")
     note = ""
     if fewer:
         note = (f" **{len(fewer)} chapter(s) were swept on fewer seeds** (named in their section): "
                 "their rows count only those seeds.")
     head = PAGE_INTRO.format(seeds=_seed_names(all_seeds), fewer=note, held=held, total=total,
-                             n_fail=total - held)
-    return head + "\n" + "\n".join(body)
+                             n_fail=total - held, edge=KNIFE_EDGE, n_edge=len(edge), n_bool=n_bool,
+                             n_after=len(after), n_unstated=n_unstated)
+    lists: list[str] = []
+    if edge:
+        lists += ["## Claims within one spread of their threshold", "",
+                  "| chapter | claim | margin |", "|---|---|---|"]
+        lists += [f"| {{doc}}`/{ch}` | `{cid}` | {z:.2f} |" for ch, cid, z in edge] + [""]
+    if after:
+        lists += ["## Thresholds set after seeing seeds", "",
+                  "Each was set or moved after results on seeds 0-4 were seen; the note says what was seen. "
+                  "They have not been tested on unseen seeds by the book.", "",
+                  "| chapter | claim | note |", "|---|---|---|"]
+        lists += [f"| {{doc}}`/{ch}` | `{cid}` | {_md_cell(n) if n else '-'} |" for ch, cid, n in after] + [""]
+    return head + "\n" + "\n".join(lists + body)
 
 
 def write(data: dict[str, Any], root: Path = ROOT) -> None:
