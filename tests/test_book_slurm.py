@@ -21,6 +21,7 @@ settings, the "current" check and submitit's local executor are tested without a
 
 from __future__ import annotations
 
+import argparse
 import json
 import os
 import re
@@ -93,22 +94,29 @@ def _unavailable() -> str | None:
     return None
 
 
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    try:  # a zombie (exited, not yet reaped by its parent) counts as stopped
+        return Path(f"/proc/{pid}/stat").read_text().split(")")[-1].split()[0] != "Z"
+    except OSError:
+        return False
+
+
 def _stop(pids: dict[str, int]) -> None:
-    for name in ("slurmd", "slurmctld", "munged"):
-        pid = pids.get(name)
-        if pid is None:
-            continue
+    """SIGTERM to the daemons (by their PIDs), SIGKILL to any still running 10 s later."""
+    for pid in pids.values():
         try:
             os.kill(pid, signal.SIGTERM)
         except ProcessLookupError:
-            continue
-        for _ in range(50):
-            try:
-                os.kill(pid, 0)
-            except ProcessLookupError:
-                break
-            time.sleep(0.1)
-        else:
+            pass
+    deadline = time.monotonic() + 10
+    while any(_alive(p) for p in pids.values()) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    for pid in pids.values():
+        if _alive(pid):
             try:
                 os.kill(pid, signal.SIGKILL)
             except ProcessLookupError:
@@ -279,8 +287,8 @@ SEGMENTS = HEADER + textwrap.dedent('''
     # %% tags=["parameters"]
     profile = "ci"
     seed = 0
-    segments = 5
-    pause = 1.5
+    segments = 4
+    pause = 1.0
 
     # %%
     PROFILES = {"ci": {}, "full": {}}
@@ -450,7 +458,7 @@ def test_cancelled_and_requeued_jobs_resume_from_the_cache(slurm: Cluster, demo:
     assert f"interrupted: cancelled 1 job(s) ({job})" in out
     _wait_for(lambda: slurm.jobs().get(job) == "CANCELLED", 30, "the job to be cancelled")
     stored = entries()
-    assert 1 <= stored < 5
+    assert 1 <= stored < 4
 
     known = set(slurm.jobs())
     second = subprocess.Popen(args, cwd=demo, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
@@ -473,11 +481,29 @@ def test_cancelled_and_requeued_jobs_resume_from_the_cache(slurm: Cluster, demo:
     assert loaded >= stored + 1, text  # the requeued run loaded what both earlier runs stored
     assert "stored 20" in text and " by library " in text
     expected = 1
-    for i in range(5):
+    for i in range(4):
         expected = (expected * 31 + i) % 1_000_003
     assert f"final state {expected}" in text
     log = next((demo / "_build" / "logs" / "slurm").glob(f"{job}/*_log.out")).read_text()
     assert "Requeued job" in log
+
+
+# runs each command line in one process (the book's root is the working directory), as
+# `python -m implicit_bias.book` would: exit status, stdout and stderr of each, as JSON
+MANY = """
+import contextlib, io, json, sys
+from implicit_bias.book.cli import main
+results = []
+for args in json.loads(sys.argv[1]):
+    out, err = io.StringIO(), io.StringIO()
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        try:
+            rc = main(args)
+        except SystemExit as exc:
+            rc = exc.code
+    results.append({"rc": rc, "out": out.getvalue(), "err": err.getvalue()})
+print(json.dumps(results))
+"""
 
 
 def test_bad_settings_stop_before_anything_runs(slurm: Cluster, demo: Path):
@@ -487,28 +513,41 @@ def test_bad_settings_stop_before_anything_runs(slurm: Cluster, demo: Path):
         (["--sbatch=--qos-typo=x"], "sbatch: unrecognized option '--qos-typo=x'"),
     ]
     before = slurm.jobs()
-    for extra, message in cases:
-        done = cli(demo, "book", "01_ok", "--executor", "slurm", *extra, env=slurm.env, timeout=120)
-        assert done.returncode == 2, (extra, done.stdout, done.stderr)
-        assert message in done.stderr, (extra, done.stderr)
-        assert "Nothing was executed." in done.stderr and "staging" not in done.stdout
+    argv = [["book", "01_ok", "--executor", "slurm", *extra] for extra, _ in cases]
+    done = subprocess.run([sys.executable, "-c", MANY, json.dumps(argv)], cwd=demo, env=slurm.env,
+                          capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr
+    for (extra, message), result in zip(cases, json.loads(done.stdout.splitlines()[-1])):
+        assert result["rc"] == 2, (extra, result)
+        assert message in result["err"], (extra, result)
+        assert "Nothing was executed." in result["err"] and "staging" not in result["out"], (extra, result)
         if extra == ["--gpus", "1"]:  # sbatch's own words, then the settings and their origins
-            assert "Invalid generic resource" in done.stderr
-            assert "gpus        1" in done.stderr and "from the command line" in done.stderr
+            assert "Invalid generic resource" in result["err"]
+            assert "gpus        1" in result["err"] and "from the command line" in result["err"]
     assert slurm.jobs() == before  # nothing was submitted
 
 
 # ----------------------------------------------------------------------------- without a scheduler
 
 
-def test_no_sbatch_on_path_says_what_to_do(demo: Path, tmp_path: Path):
-    env = {**os.environ, "PATH": str(tmp_path)}
-    done = cli(demo, "book", "01_ok", "--executor", "slurm", env=env, timeout=120)
-    assert done.returncode == 2
-    assert "EXECUTOR=slurm needs SLURM's sbatch, and there is none on PATH" in done.stderr
-    assert "use EXECUTOR=local" in done.stderr and "staging" not in done.stdout
-    local_only = cli(demo, "book", "01_ok", "--partition", "gpu", timeout=120)
-    assert local_only.returncode == 2 and "--partition only apply with --executor slurm" in local_only.stderr
+def executor_args(**kw) -> argparse.Namespace:
+    base = {k: None for k in executors.SETTINGS} | {"executor": "slurm", "rerun": False, "jobs": 1}
+    return argparse.Namespace(**(base | kw))
+
+
+def test_no_sbatch_on_path_says_what_to_do(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                           capsys: pytest.CaptureFixture):
+    monkeypatch.setenv("PATH", str(tmp_path))
+    with pytest.raises(SystemExit) as stop:
+        executors.from_args(executor_args(), "ci")
+    assert stop.value.code == 2
+    err = capsys.readouterr().err
+    assert "EXECUTOR=slurm needs SLURM's sbatch, and there is none on PATH" in err
+    assert "use EXECUTOR=local" in err and "Nothing was executed." in err
+    with pytest.raises(SystemExit):
+        executors.from_args(executor_args(executor="local", partition="gpu", rerun=True), "ci")
+    assert "--partition, --rerun only apply with --executor slurm" in capsys.readouterr().err
+    assert executors.from_args(executor_args(executor="local"), "ci") is None
 
 
 def test_settings_come_from_the_command_line_then_environment_then_pyproject(tmp_path: Path):
@@ -561,7 +600,7 @@ def test_unknown_pyproject_key_is_named(tmp_path: Path):
 
 def test_submitit_local_executor_runs_records_and_keeps_current(demo: Path, tmp_path: Path):
     """The executor's machinery on submitit's local executor (jobs as processes here): outcomes
-    and failures as from SLURM, the inputs recorded, current notebooks kept, ``--rerun``."""
+    and failures as from SLURM, the inputs recorded, current notebooks kept."""
     settings = executors.slurm_settings({}, "ci", env={}, root=tmp_path)
     ex = executors.SlurmExecutor(settings, cluster="local", poll=0.5)
     chapters = demo / "chapters" / "demo"
@@ -580,6 +619,3 @@ def test_submitit_local_executor_runs_records_and_keeps_current(demo: Path, tmp_
     with ex.keeping_current(tasks, tmp_path / "kept"):
         assert not tasks[0].out.exists()  # moved aside while a build folder is re-staged
     assert tasks[0].out.stat().st_mtime_ns == mtime
-    rerun = executors.SlurmExecutor(settings, cluster="local", reuse=False, poll=0.5)
-    (again,) = rerun.run(tasks[:1])
-    assert again.ok and tasks[0].out.stat().st_mtime_ns != mtime
