@@ -15,6 +15,11 @@ Usage (``python -m implicit_bias.book COMMAND --help`` for the options)::
     lab                                           JupyterLab in the book's root (the project's kernel, jupytext)
     install-kernel                                register the kernel 'implicit-bias' in this environment
 
+``execute``, ``seeds`` and ``book`` take ``--executor local|slurm``: chapters run here (``--jobs``
+at a time) or as SLURM jobs, one per chapter, with the options ``--partition``, ``--time``,
+``--gpus``, ``--cpus``, ``--mem``, ``--sbatch``, ``--max-running``, ``--rerun``
+(:mod:`implicit_bias.book.executors`).
+
 Chapters are the jupytext ``.py`` files under ``chapters/``; the ``.py`` always wins over the
 paired ``.ipynb``. ``execute`` in profile ``ci`` writes the committed notebooks; ``book`` never
 does: it executes into a staged copy of the book (``_build/<profile>/src``) and builds that, so a
