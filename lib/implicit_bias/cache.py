@@ -52,8 +52,6 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any, TypeVar
 
-import torch
-
 T = TypeVar("T")
 CACHE_ENV = "IMPLICIT_BIAS_CACHE"
 FORMAT = 2  # layout of an entry: {"format", "result", "provenance"}
@@ -141,6 +139,8 @@ def chapter_code() -> str:
 def code_fingerprint() -> dict[str, str]:
     """What the key holds about the code: the library's and the chapter's ``sha256``, and the
     versions of torch and Python."""
+    import torch
+
     return {"library": _LIBRARY.fingerprint,
             "chapter": hashlib.sha256(chapter_code().encode()).hexdigest(),
             "torch": torch.__version__,
@@ -192,6 +192,8 @@ def served() -> list[Provenance]:
 
 
 def _write_atomic(path: Path, payload: Any) -> None:
+    import torch
+
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(dir=path.parent, suffix=".tmp")
     os.close(fd)
@@ -209,6 +211,8 @@ def cached(name: str, config: Mapping[str, Any], compute: Callable[[], T], *,
     (see the module docstring), computing and storing it first if needed. When the result comes
     from the cache, a one-line provenance note is printed (unless ``note=False``) and recorded
     (:func:`served`). With ``enabled=False`` it just calls ``compute()``."""
+    import torch
+
     if not enabled:
         return compute()
     if _LIBRARY.changed():

@@ -145,16 +145,12 @@ def _job_id() -> str | None:
         return None
 
 
-def _checkpointable() -> type:
-    import submitit
-
-    return submitit.helpers.Checkpointable
-
-
-class ChapterJob(_checkpointable()):  # type: ignore[misc]
+class ChapterJob:
     """What one job runs: :func:`.execute.execute_one`, then (unless executing in place) the
-    record of its inputs. Checkpointable: when SLURM signals the end of the time limit, submitit
-    requeues the job with the same arguments, and the chapter's cache makes the rerun resume."""
+    record of its inputs. Checkpointable in submitit's sense (it has a ``checkpoint`` method, as
+    ``submitit.helpers.Checkpointable`` does): when SLURM signals the end of the time limit,
+    submitit requeues the job with the same arguments, and the chapter's cache makes the rerun
+    resume."""
 
     def __call__(self, py: str, out: str, params: dict[str, Any], log_dir: str, strip: bool,
                  timeout: int | None) -> Outcome:
@@ -163,6 +159,12 @@ class ChapterJob(_checkpointable()):  # type: ignore[misc]
         if outcome.ok and inputs is not None:
             record_inputs(Path(out), inputs, _job_id())
         return outcome
+
+    def checkpoint(self, *args: Any, **kwargs: Any) -> Any:
+        """The same call again (submitit requeues it)."""
+        from submitit.helpers import DelayedSubmission
+
+        return DelayedSubmission(self, *args, **kwargs)
 
 
 # --------------------------------------------------------------------------- settings
@@ -316,7 +318,7 @@ def slurm_settings(cli: Mapping[str, Any], profile: str, env: Mapping[str, str] 
             raise bad(key, f"expected an integer >= {low}")
     if values["mem"] is not None:
         values["mem"] = str(values["mem"]).strip()
-        if not re.fullmatch(r"\d+[KMGT]?B?", values["mem"], re.IGNORECASE):
+        if not re.fullmatch(r"\d+[KMGT]?", values["mem"], re.IGNORECASE):
             raise bad("mem", "write a size such as 16G or 16000M (per job)")
     for key in ("sbatch", "setup"):
         if isinstance(values[key], str):
@@ -342,11 +344,12 @@ class SlurmExecutor:
     name = "slurm"
 
     def __init__(self, settings: SlurmSettings, *, reuse: bool = True, cluster: str = "slurm",
-                 poll: float = 2.0) -> None:
+                 poll: float = 2.0, max_queue_interval: float = 30.0) -> None:
         self.settings = settings
         self.reuse = reuse
         self.cluster = cluster
         self.poll = poll
+        self.max_queue_interval = max_queue_interval  # squeue: at most every this many seconds
 
     # ------------------------------------------------------------------ checks before anything runs
 
@@ -467,12 +470,16 @@ class SlurmExecutor:
                                      dict(tasks[i].params), str(tasks[i].log_dir), strip, timeout)
                         for i in todo}
         except Exception as exc:  # sbatch refused after the check passed (e.g. a quota)
-            raise ExecutorError(f"sbatch refused the chapter jobs: {_first_lines(str(exc))}\nThe settings:\n"
-                                f"{self.settings.describe()}\nNothing was executed.") from exc
+            print(f"error: sbatch refused the chapter jobs: {_first_lines(str(exc))}\nThe settings:\n"
+                  f"{self.settings.describe()}\nNothing was submitted.", file=sys.stderr)
+            raise SystemExit(2)
         ids = [jobs[i].job_id for i in todo]
-        array = ids[0].split("_")[0]
-        what = (f"SLURM job array {array}" if len(ids) > 1 and "_" in ids[0] else
-                f"SLURM job {ids[0]}" if len(ids) == 1 else "local processes (submitit)")
+        if self.cluster != "slurm":
+            what = "local processes (submitit)"
+        elif len(ids) > 1:
+            what = f"SLURM job array {ids[0].split('_')[0]}"
+        else:
+            what = f"SLURM job {ids[0]}"
         s = self.settings
         print(f"submitted {len(ids)} chapter job(s) as {what}: partition "
               f"{s.partition or '(default)'}, {s.time} min, {s.gpus} GPU, {s.cpus} CPU each; logs in "
@@ -497,11 +504,16 @@ class SlurmExecutor:
         cannot answer.) A requeued job is pending, not ended."""
         from tqdm import tqdm
 
-        started = time.monotonic()
+        started = asked = time.monotonic()
+        states = self._queue_states([j.job_id for j in jobs.values()])
         bar = tqdm(total=len(jobs), desc="chapter jobs", unit="job", file=sys.stdout,
                    disable=not sys.stdout.isatty())
         while any(i not in outcomes for i in jobs):
-            states = self._queue_states([j.job_id for i, j in jobs.items() if i not in outcomes])
+            # result files are looked at every poll; the scheduler is asked less and less often
+            # (every 2 s at first, then up to every max_queue_interval s)
+            now = time.monotonic()
+            if now - asked >= min(self.max_queue_interval, max(self.poll, (now - started) / 10)):
+                states, asked = self._queue_states([j.job_id for i, j in jobs.items() if i not in outcomes]), now
             for i, job in jobs.items():
                 if i in outcomes:
                     continue
