@@ -287,16 +287,18 @@ SEGMENTS = HEADER + textwrap.dedent('''
     # %% tags=["parameters"]
     profile = "ci"
     seed = 0
-    segments = 4
-    pause = 1.0
+    segments = 5
 
     # %%
     PROFILES = {"ci": {}, "full": {}}
 
     # %%
+    import os
     import time
     from implicit_bias import cache
     from implicit_bias.claims import Ledger
+
+    GATE = os.environ.get("DEMO_SEGMENT_GATE")  # the test lets segment i start by creating GATE/i
 
 
     def advance(state, i):
@@ -307,7 +309,8 @@ SEGMENTS = HEADER + textwrap.dedent('''
     state = seed + 1
     for i in range(segments):
         def segment(state=state, i=i):
-            time.sleep(pause)
+            while GATE and not os.path.exists(os.path.join(GATE, str(i))):
+                time.sleep(0.05)
             return advance(state, i)
         state = cache.cached("demo-segment", {"seed": seed, "i": i, "state": state}, segment)
         print("segment", i, "done", flush=True)
@@ -435,53 +438,57 @@ def _wait_for(predicate, timeout: float, what: str) -> None:
     raise AssertionError(f"timed out waiting for {what}")
 
 
-def test_cancelled_and_requeued_jobs_resume_from_the_cache(slurm: Cluster, demo: Path):
-    """Ctrl-C cancels the job; the rerun loads the stored segments; SLURM's warning of the time
-    limit (SIGUSR2, sent here by hand) requeues the job, which resumes from the cache again and
-    ends with the uninterrupted result."""
-    store = demo / "cache"
+def test_cancelled_and_requeued_jobs_resume_from_the_cache(slurm: Cluster, demo: Path, tmp_path: Path):
+    """A chapter computing 5 cached segments, each of which waits for the test's go: killed by
+    Ctrl-C (which cancels its job) after 2 segments; rerun, it loads them and computes the
+    third; SLURM's warning of the time limit (SIGUSR2, sent here by hand) then requeues the job,
+    which loads the 3 stored segments, computes the last 2 and ends with the uninterrupted
+    result."""
+    store, gate = demo / "cache", tmp_path / "gate"
+    gate.mkdir()
     entries = lambda: len(list(store.glob("demo-segment-*.pt")))  # noqa: E731
+    go = lambda *segments: [(gate / str(i)).touch() for i in segments]  # noqa: E731
     args = [sys.executable, "-m", "implicit_bias.book", "execute", "03_segments", "--out-dir",
             "_build/seg", "--executor", "slurm"]
-    env = {**slurm.env, "PYTHONUNBUFFERED": "1", "IMPLICIT_BIAS_CACHE": str(store)}
+    env = {**slurm.env, "PYTHONUNBUFFERED": "1", "IMPLICIT_BIAS_CACHE": str(store), "DEMO_SEGMENT_GATE": str(gate)}
 
+    go(0, 1)
     known = set(slurm.jobs())
     first = subprocess.Popen(args, cwd=demo, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     try:
-        _wait_for(lambda: entries() >= 1, 90, "a first stored segment")
+        _wait_for(lambda: entries() == 2, 120, "two stored segments")
         (job,) = set(slurm.jobs()) - known
-        first.send_signal(signal.SIGINT)  # Ctrl-C
+        first.send_signal(signal.SIGINT)  # Ctrl-C, while the job waits in segment 2
         out, _ = first.communicate(timeout=60)
     finally:
         first.kill()
     assert first.returncode == 130, out
-    assert f"interrupted: cancelled 1 job(s) ({job})" in out
+    assert f"interrupted: cancelled 1 job(s) ({job}); 0 of 1 chapter(s) had finished" in out
     _wait_for(lambda: slurm.jobs().get(job) == "CANCELLED", 30, "the job to be cancelled")
-    stored = entries()
-    assert 1 <= stored < 4
 
+    go(2)
     known = set(slurm.jobs())
     second = subprocess.Popen(args, cwd=demo, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     try:
-        _wait_for(lambda: entries() >= stored + 1, 90, "a segment stored by the second run")
+        _wait_for(lambda: entries() == 3, 120, "the third segment, stored by the second run")
         (job,) = set(slurm.jobs()) - known
         assert slurm.jobs()[job] == "RUNNING"
         slurm.run("scancel", "--signal=USR2", job)  # what SLURM sends before the time limit
         _wait_for(lambda: slurm.jobs().get(job) == "PENDING", 30, "the job to be requeued")
+        go(3, 4)
         slurm.run("scontrol", "update", f"JobId={job}", "StartTime=now")  # skip SLURM's requeue delay
         out, _ = second.communicate(timeout=180)
     finally:
         second.kill()
     assert second.returncode == 0, out
-    assert "ok     chapters/demo/03_segments.py" in out
-    assert "1 of 1 claims hold in 1 chapter(s)" in out
+    assert "ok     chapters/demo/03_segments.py" in out and "1 of 1 claims hold in 1 chapter(s)" in out
     text = "".join(o.get("text", "") for _, _, outs in cells(demo / "_build" / "seg" / "chapters" / "demo" /
                                                                "03_segments.ipynb") for o in outs)
-    loaded = text.count("cache: 'demo-segment' loaded from demo-segment-")
-    assert loaded >= stored + 1, text  # the requeued run loaded what both earlier runs stored
-    assert "stored 20" in text and " by library " in text
+    # the requeued run loaded the segments both earlier runs stored, and computed the others
+    assert text.count("cache: 'demo-segment' loaded from demo-segment-") == 3, text
+    assert "stored 20" in text and " by library " in text and entries() == 5
     expected = 1
-    for i in range(4):
+    for i in range(5):
         expected = (expected * 31 + i) % 1_000_003
     assert f"final state {expected}" in text
     log = next((demo / "_build" / "logs" / "slurm").glob(f"{job}/*_log.out")).read_text()
