@@ -350,6 +350,7 @@ class SlurmExecutor:
         self.cluster = cluster
         self.poll = poll
         self.max_queue_interval = max_queue_interval  # squeue: at most every this many seconds
+        self._labels: dict[int, str] = {}  # what tells apart tasks of one chapter (a sweep's seeds)
 
     # ------------------------------------------------------------------ checks before anything runs
 
@@ -453,11 +454,14 @@ class SlurmExecutor:
         logging.getLogger("submitit").setLevel(logging.ERROR)  # e.g. "sacct disabled", handled here
         outcomes: dict[int, Outcome] = {}
         todo: list[int] = []
+        names = [t.py for t in tasks]
+        self._labels = {i: ("  " + ", ".join(f"{k}={v}" for k, v in t.params.items())
+                            if names.count(t.py) > 1 else "") for i, t in enumerate(tasks)}
         for i, task in enumerate(tasks):
             if self.reuse and not strip and is_current(task):
                 outcomes[i] = Outcome(relative(task.py), str(task.out), True, 0.0)
                 print(f"  ok     {relative(task.py)}  (current: executed before from the same sources "
-                      "and parameters)", flush=True)
+                      f"and parameters){self._labels[i]}", flush=True)
             else:
                 todo.append(i)
         if not todo:
@@ -526,7 +530,12 @@ class SlurmExecutor:
                     ended = job.done()
                 if ended:
                     outcomes[i] = self._collect(tasks[i], job, state)
-                    _print_outcome(outcomes[i])
+                    if self._labels.get(i):  # a sweep: which seed
+                        o = outcomes[i]
+                        print(f"  {'ok' if o.ok else 'FAILED':6s} {o.chapter}  ({o.seconds:.0f} s)"
+                              f"{self._labels[i]}", flush=True)
+                    else:
+                        _print_outcome(outcomes[i])
                     bar.update()
             if any(i not in outcomes for i in jobs):
                 time.sleep(self.poll)
@@ -550,22 +559,50 @@ class SlurmExecutor:
                 states[job_id] = state.strip()
         return states
 
+    def _final_state(self, job_id: str, wait: float = 20.0) -> str | None:
+        """The job's state once SLURM has finished with it (a job is COMPLETING while its
+        processes are stopped); None without a scheduler to ask or when it takes longer."""
+        deadline = time.monotonic() + wait
+        while True:
+            states = self._queue_states([job_id])
+            if states is None:
+                return None
+            if states.get(job_id) in FINAL_STATES or time.monotonic() > deadline:
+                return states.get(job_id)
+            time.sleep(1)
+
     def _collect(self, task: Task, job: Any, state: str | None) -> Outcome:
         """The outcome of a job that ended: the one it returned, or a failure saying how it ended;
         a failure names the job and its log (on the failure page and in the summary)."""
         log = _job_log(job)
         where = f"SLURM job {job.job_id}, log {log}" if self.cluster == "slurm" else f"job log {log}"
-        try:
-            outcome: Outcome = job.result()
-        except Exception as exc:
+        # a shared filesystem may show the result file late (submitit waits as long)
+        deadline = time.monotonic() + getattr(job, "_results_timeout_s", 15)
+        while not job.paths.result_pickle.exists() and time.monotonic() < deadline:
+            time.sleep(1)
+        problem = ""
+        if job.paths.result_pickle.exists():
+            try:
+                outcome: Outcome = job.result()
+            except Exception as exc:  # the job's own code raised
+                problem = str(exc)
+        else:  # never ask submitit for the result: without sacct it would wait for ever
+            problem = "it left no result"
+        if problem:
             task.log_dir.mkdir(parents=True, exist_ok=True)
             trace = task.log_dir / (task.py.stem + ".traceback.txt")
             how = state or _safe_state(job)
-            trace.write_text(f"The job of {relative(task.py)} ended without a result "
-                             f"({where}, state {how}).\n\n{exc}\n")
+            tail = _tail(Path(job.paths.stderr))
+            trace.write_text(f"The job of {relative(task.py)} ended without a result ({where}, "
+                             f"state {how}): {problem}\n\nThe end of its log:\n{tail}\n")
             return Outcome(relative(task.py), str(task.out), False, 0.0,
                            error=f"the job ended without a result (state {how}; {where})", log=str(trace))
         if not outcome.ok:
+            # a job SLURM cancels or stops at its time limit gets SIGTERM, its kernel dies, and the
+            # chapter reports a dead kernel: say what SLURM did
+            now = self._final_state(job.job_id) or state
+            if now in FINAL_STATES and now != "COMPLETED":
+                where = where.replace(f"SLURM job {job.job_id}", f"SLURM job {job.job_id} {now}")
             outcome.error = f"{outcome.error} ({where})"
             if outcome.log and Path(outcome.log).exists():
                 with open(outcome.log, "a") as f:
@@ -573,7 +610,15 @@ class SlurmExecutor:
         return outcome
 
 
+def _tail(path: Path, n: int = 40) -> str:
+    try:
+        return "\n".join(path.read_text(errors="replace").splitlines()[-n:])
+    except OSError:
+        return "(no log)"
+
+
 def _safe_state(job: Any) -> str:
+    """submitit's idea of the state (sacct; UNKNOWN without accounting)."""
     try:
         return str(job.state)
     except Exception:
