@@ -36,8 +36,8 @@ memory, out of requeues) becomes a failed chapter.
 **Current outputs are not redone.** An executed notebook written by a SLURM job records (in its
 metadata, ``implicit_bias.run``) the hash of what it was computed from: the chapter's ``.py``,
 the library's sources (:func:`implicit_bias.cache.library_fingerprint`), the parameters (profile
-included) and the versions of torch and Python. A notebook is *current* when that hash equals
-the hash of the same things now; ``book``, ``seeds`` and ``execute --out-dir`` with
+included) and the versions of torch and Python (not the data sets, which are read-only inputs).
+A notebook is *current* when that hash equals the hash of the same things now; ``book``, ``seeds`` and ``execute --out-dir`` with
 ``--executor slurm`` keep current notebooks and submit only the other chapters (``--rerun``
 submits every chapter). Execution in place (the committed notebooks) always re-executes.
 """
@@ -384,7 +384,7 @@ class SlurmExecutor:
                   f"{s.origin.get('gpus')}): pass --gpus 1 unless the chapters should run on CPUs.")
 
     def _partitions(self) -> list[str]:
-        done = subprocess.run(["sinfo", "--noheader", "--format=%R"], capture_output=True, text=True,
+        done = subprocess.run(["sinfo", "--all", "--noheader", "--format=%R"], capture_output=True, text=True,
                               timeout=60)
         if done.returncode != 0:
             raise ExecutorError(
