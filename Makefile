@@ -6,12 +6,19 @@ PROFILE ?= ci
 JOBS ?= 1
 CHAPTER ?=
 SEED ?=
+# where chapters run: local (processes of this machine) or slurm (one SLURM job per chapter, through
+# submitit); SLURM_ARGS: the jobs' settings, e.g. SLURM_ARGS="--partition gpu --time 4:00:00"
+EXECUTOR ?= local
+SLURM_ARGS ?=
+RUN_ON := --executor $(EXECUTOR) $(SLURM_ARGS)
 BOOK := $(PY) -m implicit_bias.book
 
 .PHONY: help install vendor-mathjax book execute sync report seeds lab test test-fast bench clean
 
 help:
 	@echo "make book [PROFILE=ci|full] [JOBS=N]   execute every chapter into _build/PROFILE and build the site"
+	@echo "          [EXECUTOR=local|slurm] [SLURM_ARGS='--partition P --time 2:00:00 --gpus 1']"
+	@echo "                                       (book, execute, seeds) run the chapters here or as SLURM jobs"
 	@echo "make test                              unit tests, nbval over the chapters, sync check, strict build"
 	@echo "make execute [CHAPTER=path] [SEED=n]   re-execute chapters in place (profile ci) and refresh the report;"
 	@echo "                                       with SEED=n into _build/seed<n>/, printing that seed's claims"
@@ -35,7 +42,7 @@ install: $(VENV)/.installed
 
 book: install
 	-@$(MAKE) --no-print-directory vendor-mathjax
-	$(BOOK) book --profile $(PROFILE) --jobs $(JOBS)
+	$(BOOK) book --profile $(PROFILE) --jobs $(JOBS) $(RUN_ON)
 
 # MathJax served by the site itself (so math renders offline), from the npm registry; optional.
 MATHJAX := _build/vendor/mathjax
@@ -52,9 +59,9 @@ $(MATHJAX)/tex-mml-chtml.js:
 
 execute: install
 ifeq ($(SEED),)
-	$(BOOK) execute $(CHAPTER) --jobs $(JOBS)
+	$(BOOK) execute $(CHAPTER) --jobs $(JOBS) $(RUN_ON)
 else
-	$(BOOK) execute $(CHAPTER) --seed $(SEED) --out-dir _build/seed$(SEED) --jobs $(JOBS)
+	$(BOOK) execute $(CHAPTER) --seed $(SEED) --out-dir _build/seed$(SEED) --jobs $(JOBS) $(RUN_ON)
 endif
 
 KEEP ?=
@@ -69,7 +76,7 @@ report: install
 
 SEEDS ?= 0-4
 seeds: install
-	$(BOOK) seeds $(CHAPTER) --seeds $(SEEDS) --jobs $(JOBS)
+	$(BOOK) seeds $(CHAPTER) --seeds $(SEEDS) --jobs $(JOBS) $(RUN_ON)
 
 test: install
 	-@$(MAKE) --no-print-directory vendor-mathjax

@@ -1,7 +1,10 @@
-"""`implicit_bias.cache`: results stored by (name, config, library version), written atomically."""
+"""`implicit_bias.cache`: results stored by (name, config, the code that computes them), written
+atomically, served with a provenance note; a changed library function is recomputed, never served
+stale (checked in a fresh process on a copy of the library)."""
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import pytest
@@ -28,24 +31,132 @@ def test_second_call_does_not_recompute(tmp_path: Path) -> None:
     assert len(list(tmp_path.iterdir())) == 1
 
 
-def test_key_changes_with_name_config_and_version(monkeypatch: pytest.MonkeyPatch) -> None:
-    k = cache.cache_key("run", {"lr": 0.1, "steps": 10})
-    assert k == cache.cache_key("run", {"steps": 10, "lr": 0.1})  # order does not matter
+CODE = {"library": "a" * 64, "chapter": "b" * 64, "torch": "2.13.0", "python": "3.11"}
+
+
+def test_key_changes_with_name_config_and_code() -> None:
+    k = cache.cache_key("run", {"lr": 0.1, "steps": 10}, CODE)
+    assert k == cache.cache_key("run", {"steps": 10, "lr": 0.1}, CODE)  # order does not matter
     assert k.startswith("run-") and k.endswith(".pt")
-    assert k != cache.cache_key("run", {"lr": 0.2, "steps": 10})
-    assert k != cache.cache_key("other", {"lr": 0.1, "steps": 10})
-    assert k != cache.cache_key("run", {"lr": 0.1, "steps": 10, "seed": 0})
-    monkeypatch.setattr(cache, "__version__", "99.0.0")
-    assert k != cache.cache_key("run", {"lr": 0.1, "steps": 10})
+    assert k != cache.cache_key("run", {"lr": 0.2, "steps": 10}, CODE)
+    assert k != cache.cache_key("other", {"lr": 0.1, "steps": 10}, CODE)
+    assert k != cache.cache_key("run", {"lr": 0.1, "steps": 10, "seed": 0}, CODE)
+    for part in CODE:
+        assert k != cache.cache_key("run", {"lr": 0.1, "steps": 10}, {**CODE, part: "c" * 64}), part
+    assert cache.cache_key("run", {"lr": 0.1}) == cache.cache_key("run", {"lr": 0.1}, cache.code_fingerprint())
 
 
-def test_new_version_recomputes(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_other_code_recomputes(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     f = Counter()
     cache.cached("run", {"a": 1}, f, directory=tmp_path)
-    monkeypatch.setattr(cache, "__version__", "99.0.0")
+    real = cache.code_fingerprint()
+    monkeypatch.setattr(cache, "code_fingerprint", lambda: {**real, "chapter": "0" * 64})
+    assert cache.cached("run", {"a": 1}, f, directory=tmp_path)["calls"] == 2
     assert cache.cached("run", {"a": 1}, f, directory=tmp_path)["calls"] == 2
     cache.cached("run", {"a": 2}, f, directory=tmp_path)
     assert f.calls == 3
+
+
+def test_served_entry_says_where_it_came_from(tmp_path: Path, capsys: pytest.CaptureFixture) -> None:
+    f = Counter()
+    cache.cached("run", {"a": 1}, f, directory=tmp_path)
+    assert capsys.readouterr().out == ""  # a computed result says nothing
+    n = len(cache.served())
+    cache.cached("run", {"a": 1}, f, directory=tmp_path)
+    line = capsys.readouterr().out.strip()
+    code = cache.code_fingerprint()
+    entry = cache.cache_key("run", {"a": 1})
+    assert line.startswith(f"cache: 'run' loaded from {entry}, stored 20") and " UTC by library " in line
+    assert f"library {code['library'][:12]} / chapter {code['chapter'][:12]}" in line
+    assert "computing it took 0 s" in line and "\n" not in line
+    assert [p.entry for p in cache.served()[n:]] == [entry]
+    cache.cached("run", {"a": 1}, f, directory=tmp_path, note=False)
+    assert capsys.readouterr().out == "" and len(cache.served()) == n + 2
+
+
+def test_chapter_code_is_the_cells_run_so_far(monkeypatch: pytest.MonkeyPatch) -> None:
+    class History:
+        input_hist_raw = ["", "x = 1", "y = 2", "x = 1", "   "]
+
+    class Shell:
+        history_manager = History()
+
+    import IPython
+
+    monkeypatch.setattr(IPython, "get_ipython", lambda: Shell())
+    assert cache.chapter_code() == "x = 1\n# --- cell ---\ny = 2"
+    History.input_hist_raw.append("z = 3")
+    assert cache.chapter_code().endswith("z = 3")
+
+
+LIBRARY_RUN = """
+import sys
+from implicit_bias import cache, spectra
+out = cache.cached("probe", {"n": 3}, lambda: {"value": spectra.probe_value(), "from": cache.__file__}, directory=sys.argv[1])
+print("RESULT", out["value"], out["from"])
+"""
+
+
+def test_changed_library_function_is_recomputed_not_served(tmp_path: Path) -> None:
+    """End to end, in fresh processes on a copy of the library: a result computed by a library
+    function, the function changed, the same call again: the new value, not the stored one."""
+    import shutil
+    import subprocess
+    import sys
+
+    lib = tmp_path / "lib"
+    shutil.copytree(cache.LIBRARY_DIR, lib / "implicit_bias",
+                    ignore=shutil.ignore_patterns("__pycache__"))
+    module = lib / "implicit_bias" / "spectra.py"
+    source = module.read_text()
+    script = tmp_path / "run.py"
+    script.write_text(LIBRARY_RUN)
+    env = {**os.environ, "PYTHONPATH": str(lib)}
+
+    def run(value: int) -> str:
+        module.write_text(source + f"\n\ndef probe_value() -> int:\n    return {value}\n")
+        done = subprocess.run([sys.executable, str(script), str(tmp_path / "cache")], env=env,
+                              capture_output=True, text=True, timeout=120)
+        assert done.returncode == 0, done.stderr
+        return done.stdout
+
+    first = run(1)
+    assert f"RESULT 1 {lib}" in first and "loaded from" not in first  # the copy's code ran
+    again = run(1)
+    assert "RESULT 1" in again and "cache: 'probe' loaded from" in again
+    changed = run(2)
+    assert "RESULT 2" in changed and "loaded from" not in changed
+    assert len(list((tmp_path / "cache").glob("probe-*.pt"))) == 2
+
+
+def test_library_changed_while_running_bypasses_the_cache(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                          capsys: pytest.CaptureFixture) -> None:
+    lib, store = tmp_path / "lib", tmp_path / "store"
+    lib.mkdir()
+    (lib / "models.py").write_text("A = 1\n")
+    monkeypatch.setattr(cache, "_LIBRARY", cache._Snapshot.take(lib))  # as if imported from lib
+    f = Counter()
+    cache.cached("run", {"a": 1}, f, directory=store)
+    (lib / "models.py").write_text("A = 22\n")  # edited on disk while the process runs
+    assert cache.cached("run", {"a": 1}, f, directory=store)["calls"] == 2
+    assert "the library's files changed after this process imported it" in capsys.readouterr().out
+    assert len(list(store.iterdir())) == 1
+
+
+def test_fingerprint_covers_library_files_but_not_the_command_line(tmp_path: Path) -> None:
+    (tmp_path / "book").mkdir()
+    (tmp_path / "part").mkdir()
+    (tmp_path / "models.py").write_text("A = 1\n")
+    (tmp_path / "part" / "mod.py").write_text("B = 1\n")
+    (tmp_path / "book" / "cli.py").write_text("C = 1\n")
+    first = cache.library_fingerprint(tmp_path)
+    (tmp_path / "book" / "cli.py").write_text("C = 2\n")
+    assert cache.library_fingerprint(tmp_path) == first
+    (tmp_path / "part" / "mod.py").write_text("B = 2\n")
+    assert cache.library_fingerprint(tmp_path) != first
+    (tmp_path / "part" / "mod.py").write_text("B = 1\n")
+    (tmp_path / "part" / "new.py").write_text("")
+    assert cache.library_fingerprint(tmp_path) != first
 
 
 def test_atomic_write_leaves_no_tmp_file(tmp_path: Path) -> None:

@@ -439,6 +439,24 @@ def test_runner_check_counts_gpus_and_accepts_a_jobs_input(
     assert (tmp_path / "cache").is_dir(), "the cache folder is created"
 
 
+FAKE_SLURM = {"sbatch": "exit 0", "sinfo": 'echo "PARTITION AVAIL NODES(A/I/O/T)"; echo "gpu* up 0/4/0/4"'}
+
+
+def test_runner_check_on_a_cluster_login_node(tmp_path: Path, runner_env: dict[str, str]):
+    """The variant for a SLURM cluster (executor slurm): no GPU on the runner, SLURM must answer;
+    a wrong executor name or a runner without SLURM stops with what to do."""
+    script = _step_script(FULL, "full", "Check the runner")
+    out = tmp_path / "out.txt"
+    result = _run_step(script, tmp_path, {**runner_env, "EXECUTOR": "slurm"}, FAKE_SLURM)
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert out.read_text().strip() == "jobs=1" and "executor: slurm" in result.stdout
+    broken = {"sbatch": "exit 0", "sinfo": "echo 'sinfo: error: cannot reach the controller' >&2; exit 1"}
+    result = _run_step(script, tmp_path, {**runner_env, "EXECUTOR": "slurm"}, broken)
+    assert result.returncode == 1 and "executor slurm: sbatch/sinfo do not work on this runner" in result.stdout
+    result = _run_step(script, tmp_path, {**runner_env, "EXECUTOR": "pbs"}, FAKE_SLURM)
+    assert result.returncode == 1 and "executor must be local or slurm, got 'pbs'" in result.stdout
+
+
 @pytest.mark.parametrize(
     "case, change, message",
     [
@@ -711,7 +729,7 @@ def test_structure_check_fails_on_a_broken_copy(
 
 def test_cli_check_fails_on_an_unknown_option(monkeypatch: pytest.MonkeyPatch):
     with pytest.raises(SystemExit) as exit_info:
-        parse_book_command(["book", "--gpus", "2"], monkeypatch)
+        parse_book_command(["book", "--nodes", "2"], monkeypatch)  # (--gpus is the slurm executor's)
     assert exit_info.value.code == 2
 
 

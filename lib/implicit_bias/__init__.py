@@ -18,7 +18,7 @@ The book's machinery:
 - :mod:`runtime`   seeds, devices, profiles, quiet mode
 - :mod:`chapter`   what every chapter does first (profile, seed, device, the run line)
 - :mod:`claims`    the ledger of checked claims printed at the end of each chapter
-- :mod:`cache`     results of expensive runs stored by (config, library version)
+- :mod:`cache`     results of expensive runs stored by (config, the code that computes them)
 - :mod:`book`      the command line behind ``make book`` (execute chapters, reports, the site)
 
 One subpackage per part of the book, named like its folder under ``chapters/`` (a part never

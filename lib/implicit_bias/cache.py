@@ -1,8 +1,42 @@
-"""Results of expensive runs, stored under a key of (name, config, library version).
+"""Results of expensive runs, stored under a key of (name, config, the code that computes them),
+so that a stored result is never served to code that would compute something else.
 
-Writes are atomic (a temporary file in the same folder, then ``os.replace``), so an
-interrupted full-profile run never leaves a half-written entry and can simply be restarted.
-The folder is ``$IMPLICIT_BIAS_CACHE`` or ``~/.cache/implicit_bias``.
+**What the key covers.** ``sha256`` of the configuration and of a *code fingerprint*:
+
+- the library: every ``.py`` file of the package ``implicit_bias`` (its path and its bytes),
+  except the command line ``implicit_bias/book/``, which builds pages and runs notebooks but
+  computes no result;
+- the chapter: in a Jupyter kernel (a chapter executed by papermill, or opened in JupyterLab),
+  the source of every cell executed so far, each distinct cell once, in the order it first ran
+  (the cell calling :func:`cached` included); in a plain Python process, the file of its
+  ``__main__`` module;
+- the versions of torch and Python.
+
+Why this and not the functions involved: a result depends on more than the function that
+computes it (the data a chapter built three cells earlier, a helper the library calls, a
+default changed in a toolkit module); following those dependencies by inspecting code objects
+misses globals and data, while hashing whole sources cannot. The price is that *any* change to
+the library or to an earlier cell of the chapter invalidates its entries: a rerun recomputes
+them. That errs on the safe side, which is the point: a stale result on a page is worse than a
+recomputation. (``implicit_bias.__version__`` is not used: it never changes.)
+
+The library is fingerprinted once per process, when this module is first imported (which is
+when the chapter imports the library): that is the code the process runs. If its files change
+on disk afterwards (an edit while a JupyterLab kernel is running), the code in memory no longer
+matches the files, and :func:`cached` computes without reading or writing the cache, saying so,
+until the kernel is restarted.
+
+**Provenance.** Every entry stores, with its result, when it was computed, by which code
+(the short library and chapter hashes) and how long it took. When :func:`cached` serves an entry
+it prints one line saying so (``cache: '<name>' loaded from <entry>, stored <when> by library
+<hash> / chapter <hash> ...``), which a page shows under the cell that used it; :func:`served`
+lists them. Keep such cells out of nbval's checked cells (in a chapter only the final ledger cell
+is checked).
+
+Writes are atomic (a temporary file in the same folder, then ``os.replace``), so an interrupted
+run never leaves a half-written entry: a run killed between two segments of a segmented
+computation resumes after the last stored segment. The folder is ``$IMPLICIT_BIAS_CACHE`` or
+``~/.cache/implicit_bias``.
 """
 
 from __future__ import annotations
@@ -10,17 +44,20 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import sys
 import tempfile
+import time
 from collections.abc import Callable, Mapping
+from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any, TypeVar
 
-import torch
-
-from . import __version__
-
 T = TypeVar("T")
 CACHE_ENV = "IMPLICIT_BIAS_CACHE"
+FORMAT = 2  # layout of an entry: {"format", "result", "provenance"}
+LIBRARY_DIR = Path(__file__).resolve().parent
+NOT_FINGERPRINTED = ("book",)  # subpackages of the library left out of the fingerprint
+SHORT = 12  # characters of a hash shown in notes
 
 
 def cache_dir() -> Path:
@@ -28,30 +65,175 @@ def cache_dir() -> Path:
     return Path(os.environ.get(CACHE_ENV) or Path.home() / ".cache" / "implicit_bias")
 
 
-def cache_key(name: str, config: Mapping[str, Any]) -> str:
-    """A stable file name for ``name`` under ``config`` and this library version."""
-    blob = json.dumps({"config": config, "version": __version__}, sort_keys=True, default=str)
+# --------------------------------------------------------------------------- the code fingerprint
+
+
+def _library_files(root: Path) -> list[Path]:
+    return sorted(p for p in root.rglob("*.py")
+                  if "__pycache__" not in p.parts
+                  and p.relative_to(root).parts[0] not in NOT_FINGERPRINTED)
+
+
+def _stat_signature(root: Path) -> tuple[tuple[str, int, int], ...]:
+    out = []
+    for p in _library_files(root):
+        st = p.stat()
+        out.append((str(p.relative_to(root)), st.st_mtime_ns, st.st_size))
+    return tuple(out)
+
+
+def library_fingerprint(root: Path = LIBRARY_DIR) -> str:
+    """``sha256`` of the library's sources under ``root`` (paths and bytes; ``book/`` left out)."""
+    h = hashlib.sha256()
+    for p in _library_files(root):
+        h.update(str(p.relative_to(root)).encode() + b"\0" + p.read_bytes() + b"\0")
+    return h.hexdigest()
+
+
+@dataclass(frozen=True)
+class _Snapshot:
+    root: Path
+    fingerprint: str
+    signature: tuple[tuple[str, int, int], ...]
+
+    @classmethod
+    def take(cls, root: Path) -> "_Snapshot":
+        signature = _stat_signature(root)
+        return cls(root, library_fingerprint(root), signature)
+
+    def changed(self) -> bool:
+        """Whether the files on disk differ from those fingerprinted (dates, sizes or the set)."""
+        try:
+            return _stat_signature(self.root) != self.signature
+        except OSError:
+            return True
+
+
+_LIBRARY = _Snapshot.take(LIBRARY_DIR)  # the code this process runs (see the module docstring)
+
+
+def chapter_code() -> str:
+    """The code of the running chapter: in an IPython kernel the cells executed so far (each
+    distinct cell once, in the order first run); otherwise the ``__main__`` file's source (empty
+    when there is none, as in ``python -c``)."""
+    shell = None
+    if "IPython" in sys.modules:
+        try:
+            from IPython import get_ipython
+
+            shell = get_ipython()
+        except Exception:  # an IPython too old or half imported: no kernel to read
+            shell = None
+    if shell is not None and getattr(shell, "history_manager", None) is not None:
+        cells = [c for c in shell.history_manager.input_hist_raw if c.strip()]
+        return "\n# --- cell ---\n".join(dict.fromkeys(cells))
+    main = getattr(sys.modules.get("__main__"), "__file__", None)
+    if main:
+        try:
+            return Path(main).read_text(errors="replace")
+        except OSError:
+            return ""
+    return ""
+
+
+def code_fingerprint() -> dict[str, str]:
+    """What the key holds about the code: the library's and the chapter's ``sha256``, and the
+    versions of torch and Python."""
+    import torch
+
+    return {"library": _LIBRARY.fingerprint,
+            "chapter": hashlib.sha256(chapter_code().encode()).hexdigest(),
+            "torch": torch.__version__,
+            "python": f"{sys.version_info.major}.{sys.version_info.minor}"}
+
+
+def cache_key(name: str, config: Mapping[str, Any], code: Mapping[str, str] | None = None) -> str:
+    """A stable file name for ``name`` under ``config`` and ``code`` (default: the code running
+    now, :func:`code_fingerprint`)."""
+    code = dict(code_fingerprint() if code is None else code)
+    blob = json.dumps({"config": config, "code": code, "format": FORMAT}, sort_keys=True, default=str)
     return f"{name}-{hashlib.sha256(blob.encode()).hexdigest()[:16]}.pt"
 
 
-def cached(name: str, config: Mapping[str, Any], compute: Callable[[], T], *,
-           enabled: bool = True, directory: str | Path | None = None) -> T:
-    """Return the stored result of ``compute()`` for ``(name, config)``, computing and storing
-    it first if needed. With ``enabled=False`` it just calls ``compute()``."""
-    if not enabled:
-        return compute()
-    folder = Path(directory) if directory is not None else cache_dir()
-    path = folder / cache_key(name, config)
-    if path.exists():
-        return torch.load(path, weights_only=False)
-    result = compute()
-    folder.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=folder, suffix=".tmp")
+# --------------------------------------------------------------------------- entries and provenance
+
+
+@dataclass(frozen=True)
+class Provenance:
+    """Where a stored result came from: its entry (file name), when it was stored (UTC), the
+    code that computed it (short hashes) and how long that took."""
+
+    name: str
+    entry: str
+    stored: str
+    library: str
+    chapter: str
+    torch: str
+    seconds: float
+
+    def source(self) -> str:
+        """``<entry>, stored <when> by library <hash> / chapter <hash> (torch <version>)``."""
+        return (f"{self.entry}, stored {self.stored} by library {self.library} / chapter "
+                f"{self.chapter} (torch {self.torch})")
+
+    def note(self) -> str:
+        """One line for the page: which entry, when, by which code."""
+        s = self.seconds
+        took = f"{s:.0f} s" if s < 120 else f"{s / 60:.0f} min" if s < 7200 else f"{s / 3600:.1f} h"
+        return f"cache: {self.name!r} loaded from {self.source()}; computing it took {took}"
+
+
+_SERVED: list[Provenance] = []
+
+
+def served() -> list[Provenance]:
+    """The entries :func:`cached` served in this process, in order."""
+    return list(_SERVED)
+
+
+def _write_atomic(path: Path, payload: Any) -> None:
+    import torch
+
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, suffix=".tmp")
     os.close(fd)
     try:
-        torch.save(result, tmp)
+        torch.save(payload, tmp)
         os.replace(tmp, path)
     finally:
         if os.path.exists(tmp):
             os.remove(tmp)
+
+
+def cached(name: str, config: Mapping[str, Any], compute: Callable[[], T], *,
+           enabled: bool = True, directory: str | Path | None = None, note: bool = True) -> T:
+    """Return the stored result of ``compute()`` for ``(name, config)`` and the code running now
+    (see the module docstring), computing and storing it first if needed. When the result comes
+    from the cache, a one-line provenance note is printed (unless ``note=False``) and recorded
+    (:func:`served`). With ``enabled=False`` it just calls ``compute()``."""
+    import torch
+
+    if not enabled:
+        return compute()
+    if _LIBRARY.changed():
+        print(f"cache: not used for {name!r}: the library's files changed after this process imported "
+              "it, so its code may not be the code on disk (restart the kernel to use the cache)")
+        return compute()
+    code = code_fingerprint()
+    folder = Path(directory) if directory is not None else cache_dir()
+    path = folder / cache_key(name, config, code)
+    if path.exists():
+        stored = torch.load(path, weights_only=False)
+        prov = Provenance(**stored["provenance"])
+        _SERVED.append(prov)
+        if note:
+            print(prov.note())
+        return stored["result"]
+    start = time.perf_counter()
+    result = compute()
+    prov = Provenance(name=name, entry=path.name,
+                      stored=time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
+                      library=code["library"][:SHORT], chapter=code["chapter"][:SHORT],
+                      torch=code["torch"], seconds=round(time.perf_counter() - start, 3))
+    _write_atomic(path, {"format": FORMAT, "result": result, "provenance": asdict(prov)})
     return result

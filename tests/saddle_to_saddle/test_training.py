@@ -57,6 +57,41 @@ def test_segments_resume_exactly_and_are_cached(tmp_path, monkeypatch) -> None:
     assert all(torch.equal(a, b) for a, b in zip(split.weights, resumed.weights))
 
 
+def test_run_killed_between_segments_resumes_after_the_last_stored_one(tmp_path, monkeypatch, capsys) -> None:
+    """A run interrupted while training its third segment (KeyboardInterrupt, as Ctrl-C or a
+    scheduler's signal) has stored two; the rerun trains only the remaining ones, says it loaded
+    two from the cache, and ends exactly where an uninterrupted run ends."""
+    from implicit_bias import train
+
+    X, y = blobs()
+    cfg = config(steps=100, segment=25)
+    uninterrupted = training.train_runs(cfg, X, y, progress=False)  # no cache at all
+    monkeypatch.setenv("IMPLICIT_BIAS_CACHE", str(tmp_path))
+    real = train.train_norm_adaptive
+    calls: list[int] = []
+
+    def killed_at_third(*args, **kw):
+        calls.append(kw["step_offset"])
+        if len(calls) == 3:
+            raise KeyboardInterrupt
+        return real(*args, **kw)
+
+    monkeypatch.setattr(train, "train_norm_adaptive", killed_at_third)
+    with pytest.raises(KeyboardInterrupt):
+        training.train_runs(cfg, X, y, use_cache=True, progress=False)
+    assert len(list(tmp_path.glob("*.pt"))) == 2 and not list(tmp_path.glob("*.tmp"))
+    calls.clear()
+    monkeypatch.setattr(train, "train_norm_adaptive", lambda *a, **kw: calls.append(kw["step_offset"]) or real(*a, **kw))
+    capsys.readouterr()
+    resumed = training.train_runs(cfg, X, y, use_cache=True, progress=False)
+    assert calls == [50, 75]  # only the segments after the last stored one
+    assert "cache: 2 of 4 segments of 'saddle-training' (depth 3) loaded; the first from saddle-training-" in \
+        capsys.readouterr().out
+    assert all(torch.equal(a, b) for a, b in zip(uninterrupted.weights, resumed.weights))
+    assert torch.equal(uninterrupted.loss_curve, resumed.loss_curve)
+    assert torch.equal(uninterrupted.batch_loss, resumed.batch_loss)
+
+
 def test_balanced_subset() -> None:
     X, y = blobs(n=30)
     Xs, ys = training.balanced_subset(X, y, 4)

@@ -15,6 +15,11 @@ Usage (``python -m implicit_bias.book COMMAND --help`` for the options)::
     lab                                           JupyterLab in the book's root (the project's kernel, jupytext)
     install-kernel                                register the kernel 'implicit-bias' in this environment
 
+``execute``, ``seeds`` and ``book`` take ``--executor local|slurm``: chapters run here (``--jobs``
+at a time) or as SLURM jobs, one per chapter, with the options ``--partition``, ``--time``,
+``--gpus``, ``--cpus``, ``--mem``, ``--sbatch``, ``--max-running``, ``--rerun``
+(:mod:`implicit_bias.book.executors`).
+
 Chapters are the jupytext ``.py`` files under ``chapters/``; the ``.py`` always wins over the
 paired ``.ipynb``. ``execute`` in profile ``ci`` writes the committed notebooks; ``book`` never
 does: it executes into a staged copy of the book (``_build/<profile>/src``) and builds that, so a
@@ -33,7 +38,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from . import seeds
+from . import executors, seeds
 from .estimate import no_gpu_warning
 from .execute import execute_many, print_failures
 from .params import ParameterError, plan
@@ -102,8 +107,10 @@ def _checked(args: argparse.Namespace, chapters: Sequence[Path]) -> tuple[str, d
 
 
 def _warn_without_gpu(profile: str, chapters: Sequence[Path], jobs: int,
-                      per_chapter: dict[Path, dict[str, Any]]) -> None:
+                      per_chapter: dict[Path, dict[str, Any]], executor: Any = None) -> None:
     if profile == "ci" or all(p.get("device") == "cpu" for p in per_chapter.values() if p):
+        return
+    if executor is not None:  # the chapters run on the cluster's nodes, not here
         return
     import torch
 
@@ -127,6 +134,7 @@ def cmd_execute(args: argparse.Namespace) -> int:
             f"{', '.join(wanted)} (make execute ... SEED=n does this for seeds)")
     if args.output and len(chapters) != 1:
         return fail("--output takes exactly one chapter; use --out-dir for several")
+    executor = executors.from_args(args, profile)
     if in_place:  # the notebooks are written: never over edits made in them (checked for all first)
         refused = [edited_notebook_message(py, reason) for py in chapters
                    for reason in [notebook_edit_reason(py)] if reason]
@@ -143,13 +151,13 @@ def cmd_execute(args: argparse.Namespace) -> int:
         else:
             out = Path(args.out_dir).resolve() / py.relative_to(ROOT).with_suffix(".ipynb")
         jobs.append((py, out))
-    _warn_without_gpu(profile, chapters, args.jobs, per_chapter)
+    _warn_without_gpu(profile, chapters, args.jobs, per_chapter, executor)
     log_dir = ROOT / "_build" / "logs"
     distinct = {repr(p) for p in per_chapter.values()}
     shown = next(iter(distinct)) if len(distinct) == 1 else "per chapter (see above)"
     print(f"executing {len(jobs)} chapter(s), parameters {shown if shown != '{}' else 'default (profile ci)'}")
     outcomes = execute_many(jobs, {}, log_dir, args.jobs, strip=in_place, timeout=args.timeout,
-                            per_chapter=per_chapter)
+                            per_chapter=per_chapter, executor=executor)
     if in_place and not args.no_report:
         write_report()
     n_failed = print_failures(outcomes)
@@ -181,17 +189,21 @@ def cmd_book(args: argparse.Namespace) -> int:
     profile, per_chapter = _checked(args, chapters)
     out_root = ROOT / "_build" / profile
     stage = out_root / "src"
-    _warn_without_gpu(profile, chapters, args.jobs, per_chapter)
+    executor = executors.from_args(args, profile)
+    _warn_without_gpu(profile, chapters, args.jobs, per_chapter, executor)
     print(f"staging the book in {relative(stage)}")
     # the site and the logs of an earlier build must not linger (a stale site looks like a result,
     # a stale traceback like a failure)
     shutil.rmtree(out_root / "site", ignore_errors=True)
     shutil.rmtree(out_root / "logs", ignore_errors=True)
-    stage_source(stage)
     jobs = [(py, stage / py.relative_to(ROOT).with_suffix(".ipynb")) for py in chapters]
-    print(f"executing {len(jobs)} chapter(s) in profile {profile!r} with {args.jobs} job(s)")
     logs = out_root / "logs"
-    outcomes = execute_many(jobs, {}, logs, args.jobs, timeout=args.timeout, per_chapter=per_chapter)
+    with executors.keeping_current(executor, jobs, per_chapter, logs, out_root / "kept"):
+        stage_source(stage)
+    print(f"executing {len(jobs)} chapter(s) in profile {profile!r} "
+          + (f"with {args.jobs} job(s)" if executor is None else "as SLURM jobs"))
+    outcomes = execute_many(jobs, {}, logs, args.jobs, timeout=args.timeout, per_chapter=per_chapter,
+                            executor=executor)
     failed = write_failure_pages(stage, outcomes, profile, logs)
     prepare_notebooks(stage)
     write_report(stage)
@@ -324,6 +336,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                        help="another chapter parameter, declared in its 'parameters' cell (repeatable)")
         p.add_argument("--jobs", type=_positive, default=1, help="chapters executed in parallel")
         p.add_argument("--timeout", type=_positive, default=None, help="seconds per cell (default: none)")
+        executors.add_options(p)
 
     p = sub.add_parser("execute", help="execute chapters (in place: profile ci, default parameters)")
     exec_options(p)
@@ -339,6 +352,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     p.add_argument("--timeout", type=_positive, default=None, help="seconds per cell (default: none)")
     p.add_argument("--collect-only", action="store_true",
                    help="do not execute: gather the notebooks already under _build/seeds/")
+    executors.add_options(p)
     p.set_defaults(func=seeds.cmd_seeds)
 
     p = sub.add_parser("report", help="regenerate book/reproduction.md from the ledgers, or print "

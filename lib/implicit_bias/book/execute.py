@@ -177,14 +177,22 @@ def _strip_ansi(text: str) -> str:
 
 def execute_many(jobs: list[tuple[Path, Path]], parameters: dict[str, Any], log_dir: Path,
                  n_jobs: int = 1, strip: bool = False, timeout: int | None = None,
-                 per_chapter: Mapping[Path, dict[str, Any]] | None = None) -> list[Outcome]:
+                 per_chapter: Mapping[Path, dict[str, Any]] | None = None,
+                 executor: Any = None) -> list[Outcome]:
     """Execute chapters (``(source, output)`` pairs), ``n_jobs`` at a time; with several GPUs,
     each job sees one (round robin over ``CUDA_VISIBLE_DEVICES``). ``per_chapter`` maps a source
-    to its own parameters (as checked by :func:`.params.plan`); others get ``parameters``."""
+    to its own parameters (as checked by :func:`.params.plan`); others get ``parameters``.
+    ``executor`` (an :class:`.executors.SlurmExecutor`) runs them as cluster jobs instead."""
     from tqdm import tqdm
 
     def params_of(py: Path) -> dict[str, Any]:
         return dict(per_chapter[py]) if per_chapter is not None and py in per_chapter else parameters
+
+    if executor is not None:
+        from .executors import Task
+
+        return executor.run([Task(py, out, params_of(py), log_dir) for py, out in jobs],
+                            strip=strip, timeout=timeout)
 
     gpus = _gpu_ids() if n_jobs > 1 else []
     outcomes: list[Outcome] = []

@@ -59,10 +59,25 @@ def seed_folder(seed: int) -> Path:
 
 
 def run_sweep(seeds: Sequence[int], chapters: Sequence[Path], jobs: int = 1,
-              timeout: int | None = None) -> dict[int, list[str]]:
+              timeout: int | None = None, executor: Any = None) -> dict[int, list[str]]:
     """Execute ``chapters`` on every seed but 0 (the committed run) into :func:`seed_folder`.
-    Returns the chapters that failed, by seed."""
+    Returns the chapters that failed, by seed. With ``executor`` (SLURM), every chapter x seed
+    is one job of a single job array."""
     failed: dict[int, list[str]] = {}
+    if executor is not None:
+        from .executors import Task
+
+        swept = [s for s in seeds if s != 0]
+        tasks = [Task(py, seed_folder(s) / py.relative_to(ROOT).with_suffix(".ipynb"), {"seed": s},
+                      seed_folder(s) / "logs") for s in swept for py in chapters]
+        print(f"seeds {', '.join(map(str, swept))}: executing {len(tasks)} chapter x seed job(s) into "
+              f"{seed_folder(0).parent.relative_to(ROOT)}/seed<N>")
+        outcomes = executor.run(tasks, timeout=timeout)
+        for k, s in enumerate(swept):
+            chunk = outcomes[k * len(chapters):(k + 1) * len(chapters)]
+            print_failures(chunk)
+            failed[s] = [o.chapter for o in chunk if not o.ok]
+        return failed
     for seed in seeds:
         if seed == 0:
             continue
@@ -311,7 +326,10 @@ def cmd_seeds(args: Any) -> int:
 
     seeds = parse_seeds(args.seeds)
     chapters = resolve_chapters(args.chapters)
-    failed = {} if args.collect_only else run_sweep(seeds, chapters, args.jobs, args.timeout)
+    from .executors import from_args
+
+    executor = None if args.collect_only else from_args(args, "ci")
+    failed = {} if args.collect_only else run_sweep(seeds, chapters, args.jobs, args.timeout, executor)
     new = gather(seeds, chapters, failed)
     path = ROOT / SWEEP_PATH
     old = json.loads(path.read_text()) if path.exists() else None

@@ -14,7 +14,8 @@ same for ``R`` networks at once (different seeds), with any depth, width and dat
 
 A long run is split into segments of ``segment`` steps; each segment's result is stored with
 :func:`implicit_bias.cache.cached` under a key made of the configuration and the segment index,
-so an interrupted run restarts from the last finished segment.
+so an interrupted run restarts from the last finished segment; a run that loads segments from
+the cache prints one line saying how many, from which entries and which code.
 """
 
 from __future__ import annotations
@@ -123,6 +124,7 @@ def train_runs(config: RunConfig, X: torch.Tensor, y: torch.Tensor, *, use_cache
                                                  reduction="none").mean(1).double().cpu()
 
     pieces: list[dict[str, Any]] = []
+    served_before = len(cache.served())
     for i, (start, stop) in enumerate(zip(bounds[:-1], bounds[1:])):
         state = [W.clone() for W in weights]
 
@@ -140,9 +142,13 @@ def train_runs(config: RunConfig, X: torch.Tensor, y: torch.Tensor, *, use_cache
                     "norm": hist.records["norm"], "probe_loss": hist.records["probe_loss"]}
 
         key = asdict(c) | {"segment_index": i, "segment_bounds": (start, stop)}
-        piece = cache.cached(name, key, compute, enabled=use_cache)
+        piece = cache.cached(name, key, compute, enabled=use_cache, note=False)
         weights = [W.to(device) for W in piece["weights"]]
         pieces.append(piece)
+    loaded = cache.served()[served_before:]
+    if loaded:  # one line for the page, not one per segment
+        print(f"cache: {len(loaded)} of {len(pieces)} segments of {name!r} (depth {c.depth}) loaded; "
+              f"the first from {loaded[0].source()}")
     loss = torch.cat([p["loss"] for p in pieces], 1)                       # (runs, steps)
     steps_rec, spectra, norms, curve = [], [], [], []
     for p in pieces:
