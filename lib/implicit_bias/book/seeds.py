@@ -230,7 +230,7 @@ def cmd_seeds(args: Any) -> int:
     from .sources import resolve_chapters
 
     seeds = parse_seeds(args.seeds)
-    chapters = resolve_chapters(args.chapters)
+    chapters = resolve_chapters(args.chapters, getattr(args, "all_matching", False))
     failed = {} if args.collect_only else run_sweep(seeds, chapters, args.jobs, args.timeout)
     new = gather(seeds, chapters, failed)
     path = ROOT / SWEEP_PATH
