@@ -244,14 +244,39 @@ _INLINE_MATH = re.compile(r"(?<![\\$])\$(?!\$)(?P<tex>[^$\n]+?)(?<![\\\s])\$(?!\
 SHORT_VALUE = 24  # values up to this many characters are kept on one line in the HTML ledger
 
 
+_BREAKS_INSIDE = re.compile(r"[-/\u2010-\u2014(^+=]")
+_HYPHENATED_WORDS = re.compile(r"[^\W\d_]+(?:[-/\u2010-\u2014][^\W\d_]+)*")
+
+
+def keep_whole(text: str, wrap) -> str:
+    """``text`` with every whitespace-separated token that a browser could break inside (one that
+    holds a hyphen, a slash, a bracket, ... and is not words joined by hyphens, such as
+    ``low-rank``) passed through ``wrap``: ids (``thm1-p2``), numbers (``4.4e-16``), ranges
+    (``1-2``), formulas written as text (``(1/sqrt2)^(k/L)``). The book's pages keep such a token
+    on one line (``wrap`` puts it in a ``nowrap`` span)."""
+    def one(m: re.Match) -> str:
+        token = m.group(0)
+        core = token.lstrip("([{\"'").rstrip(".,;:!?)]}\"'")
+        if len(token) < 2 or not _BREAKS_INSIDE.search(token[:-1]) or _HYPHENATED_WORDS.fullmatch(core):
+            return token
+        return wrap(token)
+
+    return re.sub(r"\S+", one, text)
+
+
+def _nowrap_span(token: str) -> str:
+    return f'<span class="nowrap">{token}</span>'
+
+
 def _html_with_math(text: str) -> str:
-    """``text`` as HTML, with each ``$...$`` as inline math for MathJax (as Sphinx marks it)."""
+    """``text`` as HTML, with each ``$...$`` as inline math for MathJax (as Sphinx marks it), and
+    the tokens a browser could break inside kept whole (:func:`keep_whole`)."""
     out, at = [], 0
     for m in _INLINE_MATH.finditer(text):
-        out.append(html.escape(text[at:m.start()]))
+        out.append(keep_whole(html.escape(text[at:m.start()]), _nowrap_span))
         out.append(f'<span class="math notranslate nohighlight">\\({html.escape(m.group("tex"))}\\)</span>')
         at = m.end()
-    out.append(html.escape(text[at:]))
+    out.append(keep_whole(html.escape(text[at:]), _nowrap_span))
     return "".join(out)
 
 

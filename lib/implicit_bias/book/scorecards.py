@@ -37,7 +37,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ..claims import BEARINGS, Claim
+from ..claims import BEARINGS, Claim, keep_whole
 
 ITEMS_FOLDER = Path("book") / "items"
 KINDS = ("theorem", "lemma", "proposition", "corollary", "definition", "equation", "claim",
@@ -174,14 +174,17 @@ _MD_MATH = re.compile(r"(?<![\\$])\$(?!\$)[^$\n]+?(?<![\\\s])\$(?!\$)")
 def md_text(value: Any) -> str:
     """Text for a cell of a generated Markdown table: as written (its Markdown characters escaped,
     so that nothing turns into emphasis, code or HTML, and ``|`` does not end the cell), with
-    ``$...$`` kept as math."""
+    ``$...$`` kept as math, and ids, numbers and ranges kept on one line (a ``nowrap`` span: see
+    :func:`implicit_bias.claims.keep_whole`)."""
     text = str(value).replace("\n", " ")
+    plain = lambda part: keep_whole(_MD_SPECIAL.sub(r"\\\1", part),
+                                    lambda token: f'<span class="nowrap">{token}</span>')
     out, at = [], 0
     for m in _MD_MATH.finditer(text):
-        out.append(_MD_SPECIAL.sub(r"\\\1", text[at:m.start()]))
+        out.append(plain(text[at:m.start()]))
         out.append(m.group(0))
         at = m.end()
-    out.append(_MD_SPECIAL.sub(r"\\\1", text[at:]))
+    out.append(plain(text[at:]))
     return "".join(out).replace("|", "\\|")
 
 
