@@ -5,6 +5,7 @@ scrolls with a visible scrollbar). The browser tests skip when no Chromium is in
 
 from __future__ import annotations
 
+import html as html_module
 import re
 from pathlib import Path
 
@@ -266,7 +267,7 @@ def test_chapter_pages_say_how_to_rerun_them(html: Path):
         rel = py.relative_to(book.ROOT).with_suffix("")
         text = (html / rel.with_suffix(".html")).read_text()
         box = text[text.index('class="rerun-box'):]
-        box = box[:box.index("</div>")]
+        box = html_module.unescape(re.sub(r"<[^>]+>", "", box[:box.index("</div>")]))
         assert f"make execute CHAPTER={rel}.py" in box, rel
         for name in chapter_spec(py).parameters:
             assert f"{name} = " in box, f"{rel}: the re-run box lacks the parameter {name}"

@@ -248,16 +248,18 @@ _BREAKS_INSIDE = re.compile(r"[-/\u2010-\u2014(^+=]")
 _HYPHENATED_WORDS = re.compile(r"[^\W\d_]+(?:[-/\u2010-\u2014][^\W\d_]+)*")
 
 
-def keep_whole(text: str, wrap) -> str:
+def keep_whole(text: str, wrap, words_too: bool = False) -> str:
     """``text`` with every whitespace-separated token that a browser could break inside (one that
     holds a hyphen, a slash, a bracket, ... and is not words joined by hyphens, such as
     ``low-rank``) passed through ``wrap``: ids (``thm1-p2``), numbers (``4.4e-16``), ranges
     (``1-2``), formulas written as text (``(1/sqrt2)^(k/L)``). The book's pages keep such a token
-    on one line (``wrap`` puts it in a ``nowrap`` span)."""
+    on one line (``wrap`` puts it in a ``nowrap`` span). ``words_too``: hyphenated words as well
+    (in values and tolerances, which are code: nothing in them breaks but at a space)."""
     def one(m: re.Match) -> str:
         token = m.group(0)
         core = token.lstrip("([{\"'").rstrip(".,;:!?)]}\"'")
-        if len(token) < 2 or not _BREAKS_INSIDE.search(token[:-1]) or _HYPHENATED_WORDS.fullmatch(core):
+        if (len(token) < 2 or not _BREAKS_INSIDE.search(token[:-1])
+                or (not words_too and _HYPHENATED_WORDS.fullmatch(core))):
             return token
         return wrap(token)
 
@@ -282,5 +284,6 @@ def _html_with_math(text: str) -> str:
 
 def _html_value(text: str) -> str:
     """A measured value or a tolerance as code, kept on one line when short."""
-    cls = ' class="nowrap"' if len(text) <= SHORT_VALUE else ""
-    return f"<code{cls}>{html.escape(text)}</code>"
+    if len(text) <= SHORT_VALUE:
+        return f'<code class="nowrap">{html.escape(text)}</code>'
+    return f"<code>{keep_whole(html.escape(text), _nowrap_span, words_too=True)}</code>"

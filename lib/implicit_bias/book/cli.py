@@ -226,6 +226,15 @@ def cmd_book(args: argparse.Namespace) -> int:
 
 
 SITE_DIR = Path("_build") / "site"
+BUILD_HELP = """\
+The site from the committed notebooks, executing nothing (make site): the way to read the book.
+The committed notebooks hold the outputs of profile ci. The book is staged into _build/site/src as
+make book stages it (the nbval markers dropped, each ledger drawn by the current library, the
+chapters' .py offered for download), then built strictly (warnings are errors) into _build/site;
+the site is _build/site/_build/html/index.html. MathJax is served by the site itself when
+make vendor-mathjax fetched it (make site does), else loaded from its CDN.
+
+With --source DIR, the tree DIR is built as it is (one staged by make book or by CI)."""
 
 
 def cmd_build(args: argparse.Namespace) -> int:
@@ -406,7 +415,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     p = sub.add_parser(
         "build", help="the site from the committed notebooks, executing nothing (make site, ~30 s)",
-        description=cmd_build.__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+        description=BUILD_HELP, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--source", metavar="DIR",
                    help="build this book tree as it is (one staged by make book or by CI) instead of "
                         "staging the repository's book")
