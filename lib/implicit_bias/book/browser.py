@@ -76,8 +76,8 @@ class Chromium:
     """A headless Chromium with one page, driven over the DevTools protocol (a websocket)."""
 
     def __init__(self, width: int = 1280, height: int = 900, binary: str | None = None,
-                 timeout: float = 60.0) -> None:
-        self.width, self.height, self.timeout = width, height, timeout
+                 timeout: float = 60.0, scale: float = 1.0) -> None:
+        self.width, self.height, self.timeout, self.scale = width, height, timeout, scale
         self.binary = binary or find_chromium()
         if self.binary is None:
             raise BrowserError("no Chromium found: install it (Debian: apt-get install chromium) "
@@ -110,7 +110,7 @@ class Chromium:
                                                suppress_origin=True)
         self.call("Page.enable")
         self.call("Emulation.setDeviceMetricsOverride",
-                  width=self.width, height=self.height, deviceScaleFactor=1, mobile=False)
+                  width=self.width, height=self.height, deviceScaleFactor=self.scale, mobile=False)
         return self
 
     def __exit__(self, *exc: Any) -> None:
