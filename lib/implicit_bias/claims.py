@@ -244,7 +244,8 @@ _INLINE_MATH = re.compile(r"(?<![\\$])\$(?!\$)(?P<tex>[^$\n]+?)(?<![\\\s])\$(?!\
 SHORT_VALUE = 24  # values up to this many characters are kept on one line in the HTML ledger
 
 
-_BREAKS_INSIDE = re.compile(r"[-/\u2010-\u2014(^+=]")
+_BREAKS_AFTER = re.compile(r"[-/\u2010-\u2014^+=]")  # a browser may break after these ...
+_BREAKS_BEFORE = re.compile(r"[(\[{]")                 # ... and before these
 _HYPHENATED_WORDS = re.compile(r"[^\W\d_]+(?:[-/\u2010-\u2014][^\W\d_]+)*")
 
 
@@ -258,8 +259,8 @@ def keep_whole(text: str, wrap, words_too: bool = False) -> str:
     def one(m: re.Match) -> str:
         token = m.group(0)
         core = token.lstrip("([{\"'").rstrip(".,;:!?)]}\"'")
-        if (len(token) < 2 or not _BREAKS_INSIDE.search(token[:-1])
-                or (not words_too and _HYPHENATED_WORDS.fullmatch(core))):
+        breakable = _BREAKS_AFTER.search(token[:-1]) or _BREAKS_BEFORE.search(token[1:])
+        if len(token) < 2 or not breakable or (not words_too and _HYPHENATED_WORDS.fullmatch(core)):
             return token
         return wrap(token)
 

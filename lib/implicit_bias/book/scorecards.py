@@ -258,7 +258,7 @@ def render_summary(papers: dict[str, Paper], claims: Sequence[CitedClaim],
                      f"{n['proxy only']} | {n['not tested']} |")
         contradicted = [r for r in rows if r.status == "contradicted"]
         if contradicted:
-            names = "; ".join(f"{r.item.title} ({r.item.where})" for r in contradicted)
+            names = "; ".join(f"{md_text(r.item.title)} ({md_text(r.item.where)})" for r in contradicted)
             bullets.append(f"- **{paper.short}**: the runs contradict {names}.")
     return "\n".join(lines + [""] + bullets) + "\n"
 
@@ -295,6 +295,6 @@ def render_contradicted(papers: dict[str, Paper], claims: Sequence[CitedClaim],
             pages = sorted({c.chapter for c in against})
             links = ", ".join(f"{{doc}}`/{p}`" for p in pages)
             ids = ", ".join(claim_link(c, page_folder) for c in against)
-            lines.append(f"- {r.item.where}, {r.item.title}: contradicted by {ids} ({links}).")
+            lines.append(f"- {md_text(r.item.where)}, {md_text(r.item.title)}: contradicted by {ids} ({links}).")
         lines.append("")
     return lines
