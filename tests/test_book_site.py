@@ -140,7 +140,7 @@ def test_pages_show_everything_in_chromium(html: Path):
     """Every page at two widths: nothing clipped, wide content scrolls with a visible scrollbar,
     every ledger shows its bearing column and statements with the verdict column in view, no word,
     id or number is broken across lines inside a table cell (each token's Range rects sit on one
-    line), and the text of ledgers, tables, captions and the re-run box keeps its contrast in light
+    line), a table wider than the column says so above it, and the text of ledgers, tables, captions and the re-run box keeps its contrast in light
     and dark mode."""
     if site.vendored_mathjax() is None:
         pytest.skip("MathJax is not vendored (make vendor-mathjax): equations would not render offline")
@@ -154,6 +154,8 @@ def test_pages_show_everything_in_chromium(html: Path):
                     for p in chrome.evaluate(browser.LAYOUT_CHECK_JS):
                         problems.append(f"{width}px {page}: {p['what']} {p['problem']} "
                                         f"({p['content']} px in {p['box']} px): {p['where']}")
+                    for p in chrome.evaluate(browser.SCROLL_CUE_JS):
+                        problems.append(f"{width}px {page}: a table {p['problem']}: {p['where']}")
                     for led in chrome.evaluate(browser.LEDGER_CHECK_JS):
                         ledgers += 1
                         assert "bears on" in led["head"] and "verdict" in led["head"], (page, led)
@@ -211,6 +213,14 @@ def test_table_checks_find_broken_words_low_contrast_and_overflow(html: Path):
                " .pst-scrollable-table-container::-webkit-scrollbar { display: none; height: 0; }")
         hidden = chrome.evaluate(browser.LAYOUT_CHECK_JS)
         assert any("without a visible scrollbar" in p["problem"] for p in hidden), hidden
+
+        chrome.open(f"{base}/book/reproduction.html")
+        assert chrome.evaluate(browser.SCROLL_CUE_JS) == []
+        scrolling = chrome.evaluate("document.querySelectorAll('.ib-scroll-frame.ib-scrolls').length")
+        assert scrolling > 0, "no table of the report scrolls at this width: the control shows nothing"
+        inject(".ib-scroll-frame::before { display: none !important; } .ib-scroll-frame::after { opacity: 0 !important; }")
+        cueless = chrome.evaluate(browser.SCROLL_CUE_JS)
+        assert any("not shown" in p["problem"] for p in cueless) and any("shadow" in p["problem"] for p in cueless)
 
 
 @pytest.mark.slow
@@ -297,6 +307,14 @@ def test_layout_check_finds_clipped_equations(html: Path):
             document.head.appendChild(s); return 1; })()""")
         hidden = chrome.evaluate(browser.LAYOUT_CHECK_JS)
         assert any("without a visible scrollbar" in p["problem"] for p in hidden), hidden
+
+        chrome.open(f"{base}/book/reproduction.html")
+        assert chrome.evaluate(browser.SCROLL_CUE_JS) == []
+        scrolling = chrome.evaluate("document.querySelectorAll('.ib-scroll-frame.ib-scrolls').length")
+        assert scrolling > 0, "no table of the report scrolls at this width: the control shows nothing"
+        inject(".ib-scroll-frame::before { display: none !important; } .ib-scroll-frame::after { opacity: 0 !important; }")
+        cueless = chrome.evaluate(browser.SCROLL_CUE_JS)
+        assert any("not shown" in p["problem"] for p in cueless) and any("shadow" in p["problem"] for p in cueless)
 
 
 def test_build_uses_the_vendored_mathjax_when_there_is_one(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,

@@ -386,3 +386,30 @@ CONTRAST_JS = r"""
 def set_theme_js(theme: str) -> str:
     return (f"(() => {{ document.documentElement.dataset.theme = '{theme}';"
             f" document.documentElement.dataset.mode = '{theme}'; return getComputedStyle(document.body).backgroundColor; }})()")
+
+# Tables and ledgers wider than the column: each must carry the visible cue of book.js (its frame
+# says so above it, and shows a shadow on the right edge while there is more to the right).
+# Returns [{where, problem}], empty when fine.
+SCROLL_CUE_JS = r"""
+(() => {
+  const out = [];
+  for (const box of document.querySelectorAll('.pst-scrollable-table-container, .claims-ledger')) {
+    if (box.offsetParent === null || box.scrollWidth <= box.clientWidth + 1) continue;
+    const frame = box.parentElement;
+    const where = (box.textContent || '').trim().slice(0, 50);
+    if (!frame || !frame.classList.contains('ib-scroll-frame') || !frame.classList.contains('ib-scrolls')) {
+      out.push({where, problem: 'scrolls sideways without the cue (no frame from book.js)'});
+      continue;
+    }
+    const label = getComputedStyle(frame, '::before');
+    if (label.display === 'none' || !label.content || label.content === 'none') {
+      out.push({where, problem: 'the cue above it is not shown'});
+    }
+    const shadow = getComputedStyle(frame, '::after');
+    if (box.scrollLeft + box.clientWidth < box.scrollWidth - 1 && Number(shadow.opacity) < 0.5) {
+      out.push({where, problem: 'no shadow on the right edge while more columns are there'});
+    }
+  }
+  return out;
+})()
+"""
