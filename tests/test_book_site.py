@@ -308,14 +308,6 @@ def test_layout_check_finds_clipped_equations(html: Path):
         hidden = chrome.evaluate(browser.LAYOUT_CHECK_JS)
         assert any("without a visible scrollbar" in p["problem"] for p in hidden), hidden
 
-        chrome.open(f"{base}/book/reproduction.html")
-        assert chrome.evaluate(browser.SCROLL_CUE_JS) == []
-        scrolling = chrome.evaluate("document.querySelectorAll('.ib-scroll-frame.ib-scrolls').length")
-        assert scrolling > 0, "no table of the report scrolls at this width: the control shows nothing"
-        inject(".ib-scroll-frame::before { display: none !important; } .ib-scroll-frame::after { opacity: 0 !important; }")
-        cueless = chrome.evaluate(browser.SCROLL_CUE_JS)
-        assert any("not shown" in p["problem"] for p in cueless) and any("shadow" in p["problem"] for p in cueless)
-
 
 def test_build_uses_the_vendored_mathjax_when_there_is_one(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
                                                           capsys: pytest.CaptureFixture):

@@ -126,7 +126,8 @@ def cmd_execute(args: argparse.Namespace) -> int:
         return fail(
             "execute in place writes the committed notebooks, which hold the outputs of profile "
             f"'ci' with the default parameters; pass --out-dir DIR (or --output FILE) to run with "
-            f"{', '.join(wanted)} (make execute ... SEED=n does this for seeds)")
+            f"{', '.join(wanted)} (make execute does this: SEED=n into _build/seed<n>/, PROFILE=... or "
+            f"PARAMS=\"-p NAME VALUE\" into _build/runs/)")
     if args.output and len(chapters) != 1:
         return fail("--output takes exactly one chapter; use --out-dir for several")
     if in_place:  # the notebooks are written: never over edits made in them (checked for all first)

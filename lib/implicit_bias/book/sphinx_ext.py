@@ -183,7 +183,7 @@ def rerun_box(docname: str, py: Path | None, nb_path: Path) -> nodes.container:
     box = nodes.container(classes=["rerun-box"])
     first = nodes.paragraph()
     first += nodes.strong(text="Re-run this page")
-    first += nodes.Text(" (profile ci, the outputs shown here), in the book's folder: ")
+    first += nodes.Text(" as committed (profile ci), in the book's folder: ")
     first += code(again)
     box += first
     second = nodes.paragraph()
