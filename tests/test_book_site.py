@@ -114,10 +114,22 @@ CONTRAST_PAGES = (*GENERATED_TABLE_PAGES, "book/how_to_run.html")
 MIN_CONTRAST = 4.5  # WCAG 2 AA for normal text
 
 
+LEDGER_BOX_JS = """(() => Array.from(document.querySelectorAll('.claims-ledger')).map((l) => {
+    const out = l.closest('div.output') || l;
+    const bg = getComputedStyle(out).backgroundColor;
+    return bg === 'rgba(0, 0, 0, 0)' || bg === 'transparent' || bg === getComputedStyle(document.body).backgroundColor;
+  }).filter((ok) => !ok).length)()"""
+
+
 def contrast_problems(chrome: browser.Chromium) -> list[str]:
     """Text of the ledgers, tables, captions and the re-run box below the contrast ratio (or, for
-    captions, written thinner than a normal weight), in the page's current mode."""
+    captions, written thinner than a normal weight), in the page's current mode; and a ledger
+    drawn inside an output box of another colour than the page (the theme's light box in dark
+    mode)."""
     out = []
+    boxed = chrome.evaluate(LEDGER_BOX_JS)
+    if boxed:
+        out.append(f"{boxed} ledger(s) inside an output box of another colour than the page")
     for c in chrome.evaluate(browser.CONTRAST_JS):
         if c["ratio"] < MIN_CONTRAST:
             out.append(f"{c['what']} {c['text']!r}: contrast {c['ratio']} ({c['color']} on {c['background']})")
@@ -195,11 +207,12 @@ def test_table_checks_find_broken_words_low_contrast_and_overflow(html: Path):
         chrome.open(f"{base}/{chapter}")
         chrome.evaluate(browser.set_theme_js("dark"))
         assert contrast_problems(chrome) == []
-        inject(".claims-ledger, .claims-ledger table { background: #ced6dd !important; }"
+        inject(".claims-ledger, .claims-ledger table, div.cell_output div.output.text_html { background: #ced6dd !important; }"
                " .claims-ledger code { color: #f3c7ee !important; }"
                " figcaption, figcaption p, figcaption .caption-text { font-weight: 300 !important; }")
         found = "\n".join(contrast_problems(chrome))
         assert "ledger id" in found and "ledger value" in found, found
+        assert "output box of another colour" in found, found
         if chrome.evaluate("!!document.querySelector('figcaption')"):
             assert "font weight 300" in found, found
 
