@@ -207,7 +207,8 @@ def test_table_checks_find_broken_words_low_contrast_and_overflow(html: Path):
         chrome.open(f"{base}/{chapter}")
         chrome.evaluate(browser.set_theme_js("dark"))
         assert contrast_problems(chrome) == []
-        inject(".claims-ledger, .claims-ledger table, div.cell_output div.output.text_html { background: #ced6dd !important; }"
+        inject(".claims-ledger, .claims-ledger table, html body div.cell_output div.output.text_html:has(.claims-ledger)"
+               " { background: #ced6dd !important; }"
                " .claims-ledger code { color: #f3c7ee !important; }"
                " figcaption, figcaption p, figcaption .caption-text { font-weight: 300 !important; }")
         found = "\n".join(contrast_problems(chrome))
