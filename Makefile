@@ -11,21 +11,30 @@ SEED ?=
 EXECUTOR ?= local
 SLURM_ARGS ?=
 RUN_ON := --executor $(EXECUTOR) $(SLURM_ARGS)
+PARAMS ?=
+ALL ?=
+OUT ?=
+PORT ?=
+BROWSER ?=
 BOOK := $(PY) -m implicit_bias.book
 
-.PHONY: help install vendor-mathjax book execute sync report seeds lab test test-fast bench clean
+.PHONY: help install vendor-mathjax book site execute sync report seeds lab test test-fast bench clean
 
 help:
 	@echo "make book [PROFILE=ci|full] [JOBS=N]   execute every chapter into _build/PROFILE and build the site"
 	@echo "          [EXECUTOR=local|slurm] [SLURM_ARGS='--partition P --time 2:00:00 --gpus 1']"
 	@echo "                                       (book, execute, seeds) run the chapters here or as SLURM jobs"
+	@echo "make site                              the site from the committed notebooks, executing nothing (~30 s)"
 	@echo "make test                              unit tests, nbval over the chapters, sync check, strict build"
-	@echo "make execute [CHAPTER=path] [SEED=n]   re-execute chapters in place (profile ci) and refresh the report;"
-	@echo "                                       with SEED=n into _build/seed<n>/, printing that seed's claims"
+	@echo "make execute [CHAPTER=path] [SEED=n] [PROFILE=full] [PARAMS=\"-p NAME VALUE ...\"] [ALL=1]"
+	@echo "                                       re-execute chapters in place (profile ci) and refresh the report;"
+	@echo "                                       with SEED=n into _build/seed<n>/, with another PROFILE or PARAMS"
+	@echo "                                       into _build/runs/ (OUT=dir to choose), printing their claims;"
+	@echo "                                       ALL=1: a CHAPTER that matches several chapters runs them all"
 	@echo "make sync [CHAPTER=...] [KEEP=notebook|source]"
 	@echo "                                       notebook inputs from the .py sources (refuses to overwrite"
 	@echo "                                       edits made in a .ipynb unless KEEP says which side wins)"
-	@echo "make lab                               JupyterLab in the book's root (kernel 'implicit-bias', jupytext)"
+	@echo "make lab [PORT=n] [BROWSER=no]         JupyterLab in the book's root (kernel 'implicit-bias', jupytext)"
 	@echo "make seeds [CHAPTER=...] [JOBS=N]      seed sweep (seeds 0-4) and the robustness page"
 	@echo "make bench [BENCH_ARGS=...]            benchmarks (ensemble engines against loops, fraction of peak)"
 	@echo "make clean                             remove build outputs"
@@ -42,7 +51,12 @@ install: $(VENV)/.installed
 
 book: install
 	-@$(MAKE) --no-print-directory vendor-mathjax
-	$(BOOK) book --profile $(PROFILE) --jobs $(JOBS) $(RUN_ON)
+	$(BOOK) book $(CHAPTER) --profile $(PROFILE) $(if $(SEED),--seed $(SEED)) $(PARAMS) $(if $(ALL),--all-matching) --jobs $(JOBS) $(RUN_ON)
+
+# The site from the committed notebooks (profile ci), executing nothing: the way to read the book.
+site: install
+	-@$(MAKE) --no-print-directory vendor-mathjax
+	$(BOOK) build
 
 # MathJax served by the site itself (so math renders offline), from the npm registry; optional.
 MATHJAX := _build/vendor/mathjax
@@ -57,26 +71,28 @@ $(MATHJAX)/tex-mml-chtml.js:
 	cp -r _build/vendor/tmp/package/es5/input/tex/extensions $(MATHJAX)/input/tex/   # autoloaded (e.g. boldsymbol)
 	rm -rf _build/vendor/tmp
 
+# In place (the committed notebooks) only with profile ci and the default parameters; another SEED
+# goes to _build/seed<n>/, another PROFILE or any PARAMS to _build/runs/ (or OUT=dir).
+EXECUTE_OUT = $(or $(OUT),$(if $(or $(PARAMS),$(filter-out ci,$(PROFILE))),_build/runs,$(if $(SEED),_build/seed$(SEED))))
 execute: install
-ifeq ($(SEED),)
-	$(BOOK) execute $(CHAPTER) --jobs $(JOBS) $(RUN_ON)
-else
-	$(BOOK) execute $(CHAPTER) --seed $(SEED) --out-dir _build/seed$(SEED) --jobs $(JOBS) $(RUN_ON)
-endif
+	$(BOOK) execute $(CHAPTER) --profile $(PROFILE) $(if $(SEED),--seed $(SEED)) $(PARAMS) \
+	  $(if $(EXECUTE_OUT),--out-dir $(EXECUTE_OUT)) $(if $(ALL),--all-matching) --jobs $(JOBS) $(RUN_ON)
 
 KEEP ?=
 sync: install
-	$(BOOK) sync $(CHAPTER) $(if $(KEEP),--keep $(KEEP))
+	$(BOOK) sync $(CHAPTER) $(if $(KEEP),--keep $(KEEP)) $(if $(ALL),--all-matching)
 
+# PORT=n listens there; BROWSER=no opens no browser (on a remote machine: open the URL printed)
 lab: install
-	$(BOOK) lab
+	$(BOOK) lab $(if $(PORT),--port $(PORT)) $(if $(filter no false 0,$(BROWSER)),--no-browser)
 
 report: install
 	$(BOOK) report
 
 SEEDS ?= 0-4
 seeds: install
-	$(BOOK) seeds $(CHAPTER) --seeds $(SEEDS) --jobs $(JOBS) $(RUN_ON)
+	$(if $(filter-out ci,$(PROFILE))$(PARAMS),$(error make seeds runs profile ci with the default parameters; PROFILE and PARAMS are not taken (use make execute ... SEED=n for one seed with other settings)))
+	$(BOOK) seeds $(CHAPTER) --seeds $(SEEDS) $(if $(ALL),--all-matching) --jobs $(JOBS) $(RUN_ON)
 
 test: install
 	-@$(MAKE) --no-print-directory vendor-mathjax

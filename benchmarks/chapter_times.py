@@ -2,7 +2,7 @@
 
     .venv/bin/python benchmarks/chapter_times.py [CHAPTER ...] [--profile ci] [--write]
 
-The budget of DESIGN.md is under ~2 minutes per chapter in profile ci on 2 CPU cores. Outputs go
+The budget (CONTRIBUTING.md) is under ~2 minutes per chapter in profile ci on 2 CPU cores. Outputs go
 to a scratch folder; the committed notebooks are not touched. ``--write`` records the CPU seconds
 of profile ci in book/data/chapter_times.json (merged with what is there), from which the book
 estimates, before a ``full`` run on a machine without a GPU, how long it will take

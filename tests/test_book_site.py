@@ -5,6 +5,7 @@ scrolls with a visible scrollbar). The browser tests skip when no Chromium is in
 
 from __future__ import annotations
 
+import html as html_module
 import re
 from pathlib import Path
 
@@ -103,14 +104,60 @@ chromium = pytest.mark.skipif(browser.find_chromium() is None,
                               reason="no Chromium: apt-get install chromium (or set $CHROMIUM)")
 
 
+# Pages whose every table is generated from the ledgers (the report, the robustness page, the
+# errata, the intro's summary): no word or number may break in any of their cells. Elsewhere the
+# HTML ledgers are held to the same rule (hand-written tables may break after a hyphen).
+GENERATED_TABLE_PAGES = ("book/reproduction.html", "book/robustness.html", "book/errata.html", "book/intro.html")
+# Where colours are measured, in light and dark mode: the generated pages, one chapter per part,
+# the how-to-run page (its figure caption)
+CONTRAST_PAGES = (*GENERATED_TABLE_PAGES, "book/how_to_run.html")
+MIN_CONTRAST = 4.5  # WCAG 2 AA for normal text
+
+
+LEDGER_BOX_JS = """(() => Array.from(document.querySelectorAll('.claims-ledger')).map((l) => {
+    const out = l.closest('div.output') || l;
+    const bg = getComputedStyle(out).backgroundColor;
+    return bg === 'rgba(0, 0, 0, 0)' || bg === 'transparent' || bg === getComputedStyle(document.body).backgroundColor;
+  }).filter((ok) => !ok).length)()"""
+
+
+def contrast_problems(chrome: browser.Chromium) -> list[str]:
+    """Text of the ledgers, tables, captions and the re-run box below the contrast ratio (or, for
+    captions, written thinner than a normal weight), in the page's current mode; and a ledger
+    drawn inside an output box of another colour than the page (the theme's light box in dark
+    mode)."""
+    out = []
+    boxed = chrome.evaluate(LEDGER_BOX_JS)
+    if boxed:
+        out.append(f"{boxed} ledger(s) inside an output box of another colour than the page")
+    for c in chrome.evaluate(browser.CONTRAST_JS):
+        if c["ratio"] < MIN_CONTRAST:
+            out.append(f"{c['what']} {c['text']!r}: contrast {c['ratio']} ({c['color']} on {c['background']})")
+        if c["what"] == "figure caption" and c["weight"] < 400:
+            out.append(f"{c['what']} {c['text']!r}: font weight {c['weight']} (thin text reads faint)")
+    return out
+
+
+def contrast_pages(html: Path) -> list[str]:
+    chapters = {}
+    for page in pages(html):
+        if page.startswith("chapters/"):
+            chapters.setdefault(page.split("/")[1], page)
+    return [*CONTRAST_PAGES, *chapters.values()]
+
+
 @pytest.mark.slow
 @chromium
 def test_pages_show_everything_in_chromium(html: Path):
     """Every page at two widths: nothing clipped, wide content scrolls with a visible scrollbar,
-    every ledger shows its bearing column and statements with the verdict column in view."""
+    every ledger shows its bearing column and statements with the verdict column in view, no word,
+    id or number is broken across lines inside a table cell (each token's Range rects sit on one
+    line), a table wider than the column says so above it, and the text of ledgers, tables, captions and the re-run box keeps its contrast in light
+    and dark mode."""
     if site.vendored_mathjax() is None:
         pytest.skip("MathJax is not vendored (make vendor-mathjax): equations would not render offline")
     problems, ledgers = [], 0
+    measured = contrast_pages(html)
     with browser.serve(html) as base:
         for width in WIDTHS:
             with browser.Chromium(width=width, height=900) as chrome:
@@ -119,14 +166,139 @@ def test_pages_show_everything_in_chromium(html: Path):
                     for p in chrome.evaluate(browser.LAYOUT_CHECK_JS):
                         problems.append(f"{width}px {page}: {p['what']} {p['problem']} "
                                         f"({p['content']} px in {p['box']} px): {p['where']}")
+                    for p in chrome.evaluate(browser.SCROLL_CUE_JS):
+                        problems.append(f"{width}px {page}: a table {p['problem']}: {p['where']}")
                     for led in chrome.evaluate(browser.LEDGER_CHECK_JS):
                         ledgers += 1
                         assert "bears on" in led["head"] and "verdict" in led["head"], (page, led)
                         assert led["rows"] > 0 and led["bearings"] == led["rows"], (page, led)
                         assert led["statements"] == led["rows"], (page, led)
                         assert led["verdictVisible"], f"{width}px {page}: the verdict column is out of view"
+                    for b in chrome.evaluate(browser.BROKEN_TOKENS_JS):
+                        if page in GENERATED_TABLE_PAGES or b["ledger"]:
+                            problems.append(f"{width}px {page}: {b['token']!r} broken over {b['lines']} "
+                                            f"lines in the cell {b['cell']!r}")
+                    if page in measured:
+                        for theme in ("light", "dark"):
+                            chrome.evaluate(browser.set_theme_js(theme))
+                            problems += [f"{width}px {page} ({theme}): {p}" for p in contrast_problems(chrome)]
     assert not problems, "\n".join(problems)
     assert ledgers >= len(book.all_chapters()), "a chapter page shows no ledger"
+
+
+@pytest.mark.slow
+@chromium
+def test_table_checks_find_broken_words_low_contrast_and_overflow(html: Path):
+    """Negative controls of the checks above, on the pages they pass: words broken anywhere (the
+    old stylesheet's overflow-wrap: anywhere), the old dark-mode ledger (pink ids on light grey),
+    thin faint captions, and a table that spills out of the column are each flagged."""
+    chapter = next(p for p in pages(html) if p.startswith("chapters/"))
+    with browser.serve(html) as base, browser.Chromium(width=WIDTHS[1], height=900) as chrome:
+        inject = lambda css: chrome.evaluate(
+            "(() => { const s = document.createElement('style'); s.textContent = " + repr(css)
+            + "; document.head.appendChild(s); return 1; })()")
+        chrome.open(f"{base}/book/reproduction.html")
+        assert chrome.evaluate(browser.BROKEN_TOKENS_JS) == []
+        inject("main table td, main table td * { overflow-wrap: anywhere !important; white-space: normal !important; }"
+               " main table { table-layout: fixed !important; width: 100% !important; }")
+        broken = chrome.evaluate(browser.BROKEN_TOKENS_JS)
+        assert len(broken) > 10, broken
+
+        chrome.open(f"{base}/{chapter}")
+        chrome.evaluate(browser.set_theme_js("dark"))
+        assert contrast_problems(chrome) == []
+        inject(".claims-ledger, .claims-ledger table, html body div.cell_output div.output.text_html:has(.claims-ledger)"
+               " { background: #ced6dd !important; }"
+               " .claims-ledger code { color: #f3c7ee !important; }"
+               " figcaption, figcaption p, figcaption .caption-text { font-weight: 300 !important; }")
+        found = "\n".join(contrast_problems(chrome))
+        assert "ledger id" in found and "ledger value" in found, found
+        assert "output box of another colour" in found, found
+        if chrome.evaluate("!!document.querySelector('figcaption')"):
+            assert "font weight 300" in found, found
+
+        chrome.open(f"{base}/book/robustness.html")
+        assert chrome.evaluate(browser.LAYOUT_CHECK_JS) == []
+        inject(".pst-scrollable-table-container { overflow: visible !important; }"
+               " main table { min-width: 1400px; }")
+        spilled = chrome.evaluate(browser.LAYOUT_CHECK_JS)
+        assert any(p["what"] == "table" and "spills out" in p["problem"] for p in spilled), spilled
+        inject(".pst-scrollable-table-container { overflow: auto !important; scrollbar-width: none; }"
+               " .pst-scrollable-table-container::-webkit-scrollbar { display: none; height: 0; }")
+        hidden = chrome.evaluate(browser.LAYOUT_CHECK_JS)
+        assert any("without a visible scrollbar" in p["problem"] for p in hidden), hidden
+
+        chrome.open(f"{base}/book/reproduction.html")
+        assert chrome.evaluate(browser.SCROLL_CUE_JS) == []
+        scrolling = chrome.evaluate("document.querySelectorAll('.ib-scroll-frame.ib-scrolls').length")
+        assert scrolling > 0, "no table of the report scrolls at this width: the control shows nothing"
+        inject(".ib-scroll-frame::before { display: none !important; } .ib-scroll-frame::after { opacity: 0 !important; }")
+        cueless = chrome.evaluate(browser.SCROLL_CUE_JS)
+        assert any("not shown" in p["problem"] for p in cueless) and any("shadow" in p["problem"] for p in cueless)
+
+
+@pytest.mark.slow
+@chromium
+def test_math_written_in_a_ledger_renders(html: Path):
+    """A statement written with $...$ is drawn by the site's MathJax: the markup Ledger.html gives
+    it is what the page's MathJax configuration typesets (checked on a chapter page, whose cells
+    MathJax otherwise ignores)."""
+    from implicit_bias.claims import Ledger
+
+    if site.vendored_mathjax() is None:
+        pytest.skip("MathJax is not vendored (make vendor-mathjax): equations would not render offline")
+    led = Ledger("part/01_x")
+    led.below("norm", "Eq. 1", r"the ratio $\lVert W\rVert_2 / \lVert W\rVert_F$ stays below $1$", "p", 0.5, 1.0)
+    assert r'<span class="math notranslate nohighlight">\(\lVert W' in led.html()
+    assert r"$\lVert W\rVert_2" in led.table()  # the plain text keeps the dollars
+    chapter = next(p for p in pages(html) if p.startswith("chapters/"))
+    with browser.serve(html) as base, browser.Chromium(width=WIDTHS[0], height=900) as chrome:
+        chrome.open(f"{base}/{chapter}")
+        typeset = chrome.evaluate(
+            "(() => { const out = document.querySelector('.claims-ledger').closest('.output');"
+            " const d = document.createElement('div'); d.innerHTML = " + repr(led.html())
+            + "; out.appendChild(d); return MathJax.typesetPromise([d]).then(() => "
+            "d.querySelectorAll('td.claim-text mjx-container').length); })()")
+        assert typeset == 2
+
+
+@pytest.mark.slow
+def test_errata_link_claim_ids_to_their_ledger_rows(html: Path):
+    """Every claim id in the errata's generated list links to the row of its chapter's ledger
+    (the row's HTML id exists on the page linked)."""
+    errata = (html / "book" / "errata.html").read_text()
+    links = re.findall(r'<a class="claim-link[^"]*" href="([^"#]+)#([^"]+)"', errata)
+    assert links, "the errata link no claim id"
+    ids: dict[Path, set[str]] = {}
+    missing = []
+    for target, anchor in links:
+        page = (html / "book" / target).resolve()
+        if page not in ids:
+            ids[page] = set(re.findall(r'<tr id="([^"]+)"', page.read_text())) if page.exists() else set()
+        if anchor not in ids[page]:
+            missing.append(f"{target}#{anchor}")
+    assert not missing, "errata links to no ledger row: " + ", ".join(missing[:10])
+
+
+@pytest.mark.slow
+def test_chapter_pages_say_how_to_rerun_them(html: Path):
+    """Every chapter page shows its exact make execute command and the parameters its source
+    declares, offers its .py beside its .ipynb, and shows its ledger cell's code without the nbval
+    marker."""
+    from implicit_bias.book.sources import chapter_spec
+
+    for py in book.all_chapters():
+        rel = py.relative_to(book.ROOT).with_suffix("")
+        text = (html / rel.with_suffix(".html")).read_text()
+        box = text[text.index('class="rerun-box'):]
+        box = html_module.unescape(re.sub(r"<[^>]+>", "", box[:box.index("</div>")]))
+        assert f"make execute CHAPTER={rel}.py" in box, rel
+        for name in chapter_spec(py).parameters:
+            assert f"{name} = " in box, f"{rel}: the re-run box lacks the parameter {name}"
+        assert (html / "_sources" / rel.with_suffix(".py")).read_text() == py.read_text()
+        assert f"_sources/{rel}.py" in text and f"_sources/{rel}.ipynb" in text
+        assert "download-py-button" in text, f"{rel}: no .py in the download menu"
+        assert "NBVAL_" not in text and "ledger" in text
 
 
 @pytest.mark.slow

@@ -44,7 +44,7 @@ def free_port() -> int:
 class Server:
     """A Jupyter server started with ``python -m implicit_bias.book lab`` (what ``make lab`` runs)."""
 
-    def __init__(self, root: Path, workdir: Path) -> None:
+    def __init__(self, root: Path, workdir: Path, extra: tuple[str, ...] = ()) -> None:
         self.root, self.port, self.token = root, free_port(), secrets.token_hex(16)
         self.base = f"http://127.0.0.1:{self.port}"
         self.log = workdir / "server.log"
@@ -56,7 +56,7 @@ class Server:
         with open(self.log, "w") as log:
             self.proc = subprocess.Popen(
                 [sys.executable, "-m", "implicit_bias.book", "lab", "--no-browser", "--root", str(root),
-                 "--port", str(self.port), "--token", self.token],
+                 "--port", str(self.port), "--token", self.token, *(["--", *extra] if extra else [])],
                 stdout=log, stderr=subprocess.STDOUT, env=env, cwd=workdir)
 
     def request(self, method: str, path: str, body: Any = None, timeout: float = 60) -> Any:
@@ -231,3 +231,64 @@ def test_a_chapter_opens_runs_on_another_seed_and_saves_through_jupyter(server: 
     assert "# A sentence added in JupyterLab." in py.read_text()
     assert "A sentence added in JupyterLab." in ipynb.read_text()
     assert py.read_text().splitlines()[:13] == py_before.splitlines()[:13], "the .py header changed"
+
+
+def test_jupyterlab_myst_is_active_in_the_server(server: Server):
+    """The server make lab starts loads jupyterlab-myst (the chapters' MyST renders in JupyterLab):
+    installed at the pinned version, enabled, compatible with the pinned JupyterLab (its status
+    is "ok", not a version conflict), and in the page configuration that the browser loads."""
+    pins = dict(re.findall(r"^([\w-]+)==([\w.]+)", (book.ROOT / "requirements.txt").read_text(), re.M))
+    extensions = {e["name"]: e for e in server.request("GET", "/lab/api/extensions?refresh=0")}
+    myst = extensions.get("jupyterlab-myst")
+    assert myst is not None, f"jupyterlab-myst is not installed: {sorted(extensions)}"
+    assert myst["installed"] and myst["enabled"], myst
+    assert myst["status"] == "ok", f"jupyterlab-myst is not compatible with this JupyterLab: {myst}"
+    assert myst["installed_version"] == pins["jupyterlab-myst"]
+    req = urllib.request.Request(f"{server.base}/lab", headers={"Authorization": f"token {server.token}"})
+    with urllib.request.urlopen(req, timeout=60) as r:
+        page = r.read().decode()
+    assert '"name": "jupyterlab-myst"' in page, "the lab page does not load jupyterlab-myst"
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(__import__("implicit_bias.book.browser", fromlist=["x"]).find_chromium() is None,
+                    reason="no Chromium: apt-get install chromium (or set $CHROMIUM)")
+def test_a_chapter_renders_its_myst_in_jupyterlab(tmp_path: Path):
+    """In JupyterLab (as make lab starts it, in headless Chromium), a chapter's .py opened as a
+    notebook shows its MyST as the book does: theorem and proof boxes, admonitions and math are
+    rendered, and no directive or role is left as raw source."""
+    from implicit_bias.book import browser
+
+    root = tmp_path / "book"
+    chapter = Path("chapters") / "invariances" / "01_conserved_quantities.py"  # boxes, math, a summary
+    for suffix in (".py", ".ipynb"):
+        (root / chapter).parent.mkdir(parents=True, exist_ok=True)
+        shutil.copy2((book.ROOT / chapter).with_suffix(suffix), (root / chapter).with_suffix(suffix))
+    srv = Server(root, tmp_path, extra=("--LabApp.expose_app_in_browser=True",))
+    try:
+        srv.wait_ready()
+        # every cell drawn, not only those in view (JupyterLab draws a long notebook lazily)
+        srv.request("PUT", "/lab/api/settings/@jupyterlab/notebook-extension:tracker",
+                    {"raw": json.dumps({"windowingMode": "none"})})
+        with browser.Chromium(width=1200, height=900, timeout=300) as chrome:
+            chrome.open(f"{srv.base}/lab?token={srv.token}&reset")
+            chrome.wait_for("window.jupyterapp && jupyterapp.started && true", timeout=120)
+            chrome.evaluate("jupyterapp.started.then(() => jupyterapp.restored).then(() => true)")
+            chrome.evaluate(f"jupyterapp.commands.execute('docmanager:open', {{path: '{chapter.as_posix()}', "
+                            "factory: 'Jupytext Notebook'}).then(() => true)")
+            chrome.evaluate(jupyter._FIND_PANEL)
+            chrome.wait_for(jupyter._PANEL_READY, timeout=120)
+            n_markdown = sum(c.cell_type == "markdown" for c in book.notebook_from_source(book.ROOT / chapter).cells)
+            seen = chrome.wait_for(f"""(() => {{
+                const cells = Array.from(document.querySelectorAll('.jp-MarkdownCell .myst'));
+                if (cells.length < {n_markdown}) return null;
+                const text = cells.map((c) => c.textContent).join('\\n');
+                const count = (sel) => cells.reduce((n, c) => n + c.querySelectorAll(sel).length, 0);
+                return {{cells: cells.length, proofs: count('.myst-proof'), admonitions: count('.myst-admonition'),
+                         math: count('.katex'), raw: ['{{prf:', ':::', '```{{', '$$'].filter((t) => text.includes(t))}};
+            }})()""", timeout=120)
+    finally:
+        srv.stop()
+    assert seen["cells"] >= n_markdown, seen
+    assert seen["proofs"] > 0 and seen["admonitions"] > 0 and seen["math"] > 10, seen
+    assert not seen["raw"], f"MyST left as raw source in JupyterLab: {seen['raw']}"

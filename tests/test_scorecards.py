@@ -74,7 +74,7 @@ def test_contradictions_on_stand_in_data_reach_the_summary_and_the_errata(tmp_pa
     summary = sc.render_summary(papers, claims, ["part"])
     assert "on stand-in data they contradict First theorem (Sec. 2)" in summary
     errata = "\n".join(sc.render_contradicted(papers, claims, ["part"]))
-    assert "First theorem: contradicted on stand-in data by `c`" in errata
+    assert "First theorem: contradicted on stand-in data by <a class=\"claim-link" in errata
 
 
 @pytest.mark.parametrize("text, message", [

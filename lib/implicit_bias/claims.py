@@ -38,6 +38,7 @@ from __future__ import annotations
 import html
 import json
 import math
+import re
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Literal
@@ -294,29 +295,46 @@ class Ledger:
 
     def html(self) -> str:
         """The ledger as an HTML table for the rendered page: statement, what it bears on, the
-        paper's value, the measured value, the tolerance and the verdict, one row per claim."""
+        paper's value, the measured value, the tolerance and the verdict, one row per claim.
+
+        Each row carries the HTML id :meth:`row_id` (``claim-<part>-<chapter>-<claim id>``), so that
+        other pages (the errata) link to it. Text written as ``$...$`` (a statement, a source, the
+        paper's value) is marked as inline math, which the site renders with MathJax; the plain
+        text table keeps the dollars. Ids, item ids and short values carry the classes the book's
+        stylesheet keeps on one line (``claim-id``, ``claim-item``, ``nowrap``)."""
         esc = html.escape
         head = ("claim", "bears on", "the paper", "measured", "tolerance", "verdict")
         out = ['<div class="claims-ledger">', '<table class="claims-table">', "<thead><tr>"]
-        out += [f"<th>{h}</th>" for h in head] + ["</tr></thead>", "<tbody>"]
+        out += [f'<th class="col-{h.split()[-1]}">{h}</th>' for h in head] + ["</tr></thead>", "<tbody>"]
         for c in self.claims:
-            items = ", ".join(c.items) if c.items else "&mdash;"
+            items = (", ".join(f'<span class="claim-item">{esc(i)}</span>' for i in c.items)
+                     if c.items else "&mdash;")
             bearing = esc(_bearing_label(c))
             verdict = "pass" if c.passed else "fail"
             out.append(
-                f'<tr class="claim-{verdict}">'
-                f'<td><code>{esc(c.id)}</code><br><span class="claim-source">{esc(c.source)}</span>'
-                f"<br>{esc(c.statement)}</td>"
-                f'<td><span class="bearing bearing-{esc(c.bearing or "none")}">{bearing}</span>'
-                f"<br><small>{esc(items)}</small></td>"
-                f"<td>{esc(c.paper)}</td><td><code>{esc(c.measured)}</code></td>"
-                f"<td><code>{esc(c.tolerance)}</code></td>"
+                f'<tr id="{self.row_id(self.chapter, c.id)}" class="claim-{verdict}">'
+                f'<td class="claim-text"><code class="claim-id">{esc(c.id)}</code>'
+                f'<br><span class="claim-source">{_html_with_math(c.source)}</span>'
+                f"<br>{_html_with_math(c.statement)}</td>"
+                f'<td class="claim-bearing"><span class="bearing bearing-{esc(c.bearing or "none")}">'
+                f"{bearing}</span><br><small>{items}</small></td>"
+                f'<td class="claim-paper">{_html_with_math(c.paper)}</td>'
+                f'<td class="claim-measured">{_html_value(c.measured)}</td>'
+                f'<td class="claim-tolerance">{_html_value(c.tolerance)}</td>'
                 f'<td class="verdict verdict-{verdict}"><b>{c.verdict}</b></td></tr>')
         n_pass = sum(c.passed for c in self.claims)
         out += ["</tbody></table>",
                 f'<p class="claims-summary">{n_pass} of {len(self.claims)} claims hold.'
                 + (f" Data: {esc(self.data)}." if self.data else "") + "</p>", "</div>"]
         return "\n".join(out)
+
+    @staticmethod
+    def row_id(chapter: str, claim_id: str) -> str:
+        """The HTML id of a claim's row in its chapter's ledger: ``claim-`` then the chapter
+        (``invariances/01_conserved_quantities``) and the claim id, lower case, every run of other
+        characters than letters and digits written ``-``."""
+        slug = lambda text: re.sub(r"[^a-z0-9]+", "-", text.lower()).strip("-")
+        return f"claim-{slug(chapter)}-{slug(claim_id)}"
 
     def to_json(self) -> str:
         rows = [asdict(c) | {"verdict": c.verdict, "items": list(c.items)} for c in self.claims]
@@ -345,3 +363,53 @@ def _bearing_label(c: Claim) -> str:
     if c.bearing is None:
         return "-"
     return c.bearing + (" (proxy)" if c.proxy else "")
+
+
+_INLINE_MATH = re.compile(r"(?<![\\$])\$(?!\$)(?P<tex>[^$\n]+?)(?<![\\\s])\$(?!\$)")
+SHORT_VALUE = 24  # values up to this many characters are kept on one line in the HTML ledger
+
+
+_BREAKS_AFTER = re.compile(r"[-/\u2010-\u2014^+=]")  # a browser may break after these ...
+_BREAKS_BEFORE = re.compile(r"[(\[{]")                 # ... and before these
+_HYPHENATED_WORDS = re.compile(r"[^\W\d_]+(?:[-/\u2010-\u2014][^\W\d_]+)*")
+
+
+def keep_whole(text: str, wrap, words_too: bool = False) -> str:
+    """``text`` with every whitespace-separated token that a browser could break inside (one that
+    holds a hyphen, a slash, a bracket, ... and is not words joined by hyphens, such as
+    ``low-rank``) passed through ``wrap``: ids (``thm1-p2``), numbers (``4.4e-16``), ranges
+    (``1-2``), formulas written as text (``(1/sqrt2)^(k/L)``). The book's pages keep such a token
+    on one line (``wrap`` puts it in a ``nowrap`` span). ``words_too``: hyphenated words as well
+    (in values and tolerances, which are code: nothing in them breaks but at a space)."""
+    def one(m: re.Match) -> str:
+        token = m.group(0)
+        core = token.lstrip("([{\"'").rstrip(".,;:!?)]}\"'")
+        breakable = _BREAKS_AFTER.search(token[:-1]) or _BREAKS_BEFORE.search(token[1:])
+        if len(token) < 2 or not breakable or (not words_too and _HYPHENATED_WORDS.fullmatch(core)):
+            return token
+        return wrap(token)
+
+    return re.sub(r"\S+", one, text)
+
+
+def _nowrap_span(token: str) -> str:
+    return f'<span class="nowrap">{token}</span>'
+
+
+def _html_with_math(text: str) -> str:
+    """``text`` as HTML, with each ``$...$`` as inline math for MathJax (as Sphinx marks it), and
+    the tokens a browser could break inside kept whole (:func:`keep_whole`)."""
+    out, at = [], 0
+    for m in _INLINE_MATH.finditer(text):
+        out.append(keep_whole(html.escape(text[at:m.start()]), _nowrap_span))
+        out.append(f'<span class="math notranslate nohighlight">\\({html.escape(m.group("tex"))}\\)</span>')
+        at = m.end()
+    out.append(keep_whole(html.escape(text[at:]), _nowrap_span))
+    return "".join(out)
+
+
+def _html_value(text: str) -> str:
+    """A measured value or a tolerance as code, kept on one line when short."""
+    if len(text) <= SHORT_VALUE:
+        return f'<code class="nowrap">{html.escape(text)}</code>'
+    return f"<code>{keep_whole(html.escape(text), _nowrap_span, words_too=True)}</code>"

@@ -76,8 +76,8 @@ class Chromium:
     """A headless Chromium with one page, driven over the DevTools protocol (a websocket)."""
 
     def __init__(self, width: int = 1280, height: int = 900, binary: str | None = None,
-                 timeout: float = 60.0) -> None:
-        self.width, self.height, self.timeout = width, height, timeout
+                 timeout: float = 60.0, scale: float = 1.0) -> None:
+        self.width, self.height, self.timeout, self.scale = width, height, timeout, scale
         self.binary = binary or find_chromium()
         if self.binary is None:
             raise BrowserError("no Chromium found: install it (Debian: apt-get install chromium) "
@@ -110,7 +110,7 @@ class Chromium:
                                                suppress_origin=True)
         self.call("Page.enable")
         self.call("Emulation.setDeviceMetricsOverride",
-                  width=self.width, height=self.height, deviceScaleFactor=1, mobile=False)
+                  width=self.width, height=self.height, deviceScaleFactor=self.scale, mobile=False)
         return self
 
     def __exit__(self, *exc: Any) -> None:
@@ -249,4 +249,167 @@ LEDGER_CHECK_JS = r"""
     fits: wrap.scrollWidth <= wrap.clientWidth + 1,
   };
 }))()
+"""
+
+# Tables as a reader reads them: no word, id or number broken across two lines inside a cell.
+# Every whitespace-separated token of every visible cell of every table in the main column (the
+# HTML ledgers and the Markdown tables) is measured with a DOM Range: its client rects must all sit
+# on one line (within a few pixels of the same top). A break right after a hyphen or a slash
+# between two letters ("low-rank", "and/or") is a word boundary and allowed in prose; inside code
+# (ids, values) nothing may break. Font-independent: it asks where the browser put each token.
+# Returns [{table, ledger, token, lines, cell}] (ledger: the table is an HTML ledger), empty when fine.
+BROKEN_TOKENS_JS = r"""
+(() => {
+  const problems = [];
+  const main = document.querySelector('main') || document.body;
+  const tables = Array.from(main.querySelectorAll('table')).filter((t) => t.offsetParent !== null);
+  const lines = (range) => {
+    const tops = [];
+    for (const r of range.getClientRects()) {
+      if (r.width < 0.5 || r.height < 0.5) continue;
+      if (!tops.some((t) => Math.abs(t - r.top) < 3)) tops.push(r.top);
+    }
+    return tops.length;
+  };
+  tables.forEach((table, ti) => {
+    for (const cell of table.querySelectorAll('th, td')) {
+      const walker = document.createTreeWalker(cell, NodeFilter.SHOW_TEXT);
+      let node;
+      while ((node = walker.nextNode())) {
+        const parent = node.parentElement;
+        if (!parent || parent.closest('mjx-container, .MathJax, script, style')) continue;
+        const inCode = !!parent.closest('code, kbd, samp, pre');
+        const text = node.textContent;
+        for (const m of text.matchAll(/\S+/g)) {
+          // the pieces that must each sit on one line
+          const pieces = [];
+          let start = m.index;
+          const end = m.index + m[0].length;
+          if (!inCode) {
+            for (let i = m.index + 1; i < end - 1; i++) {
+              if ('-/\u2010\u2013\u2014'.includes(text[i]) && /\p{L}/u.test(text[i - 1]) && /\p{L}/u.test(text[i + 1])) {
+                pieces.push([start, i + 1]);
+                start = i + 1;
+              }
+            }
+          }
+          pieces.push([start, end]);
+          for (const [a, b] of pieces) {
+            const range = document.createRange();
+            range.setStart(node, a);
+            range.setEnd(node, b);
+            const n = lines(range);
+            if (n > 1) {
+              problems.push({table: ti, ledger: table.classList.contains('claims-table'),
+                             token: text.slice(a, b), lines: n, cell: (cell.textContent || '').trim().slice(0, 50)});
+            }
+          }
+        }
+      }
+    }
+  });
+  return problems;
+})()
+"""
+
+# Contrast of what a reader must read, by WCAG 2: the text colour against the colour behind it
+# (the nearest opaque background up the tree, semi-transparent ones composited; element opacity
+# fades the text). Returns [{what, text, ratio, weight, color, background}] for the first elements
+# of each kind (ledger ids, values, verdicts and headers, bearing badges, Markdown table cells and
+# code, figure captions, the re-run box).
+CONTRAST_JS = r"""
+(() => {
+  const canvas = document.createElement('canvas').getContext('2d');
+  const rgba = (css) => {
+    canvas.fillStyle = '#000'; canvas.fillStyle = css;
+    const v = canvas.fillStyle;
+    if (v.startsWith('#')) return [parseInt(v.slice(1, 3), 16), parseInt(v.slice(3, 5), 16), parseInt(v.slice(5, 7), 16), 1];
+    const n = v.match(/[\d.]+/g).map(Number);
+    return [n[0], n[1], n[2], n.length > 3 ? n[3] : 1];
+  };
+  const over = (top, bottom) => {
+    const a = top[3];
+    return [0, 1, 2].map((i) => top[i] * a + bottom[i] * (1 - a)).concat([1]);
+  };
+  const background = (el) => {
+    const layers = [];
+    for (let e = el; e; e = e.parentElement) {
+      const c = rgba(getComputedStyle(e).backgroundColor);
+      if (c[3] > 0) layers.push(c);
+      if (c[3] >= 1) break;
+    }
+    let bg = [255, 255, 255, 1];
+    if (layers.length && layers[layers.length - 1][3] >= 1) bg = layers.pop();
+    while (layers.length) bg = over(layers.pop(), bg);
+    return bg;
+  };
+  const lum = (c) => {
+    const ch = c.slice(0, 3).map((v) => { v /= 255; return v <= 0.03928 ? v / 12.92 : Math.pow((v + 0.055) / 1.055, 2.4); });
+    return 0.2126 * ch[0] + 0.7152 * ch[1] + 0.0722 * ch[2];
+  };
+  const opacity = (el) => { let o = 1; for (let e = el; e; e = e.parentElement) o *= Number(getComputedStyle(e).opacity); return o; };
+  const kinds = [
+    ['ledger id', 'table.claims-table code.claim-id'],
+    ['ledger value', 'table.claims-table td.claim-measured code'],
+    ['ledger tolerance', 'table.claims-table td.claim-tolerance code'],
+    ['ledger text', 'table.claims-table td.claim-text'],
+    ['ledger source', 'table.claims-table .claim-source'],
+    ['ledger header', 'table.claims-table th'],
+    ['ledger verdict', 'table.claims-table td.verdict b'],
+    ['ledger bearing', 'table.claims-table .bearing'],
+    ['ledger summary', '.claims-summary'],
+    ['table cell', 'main table:not(.claims-table) td'],
+    ['table header', 'main table:not(.claims-table) th'],
+    ['table code', 'main table:not(.claims-table) code'],
+    ['figure caption', 'figcaption .caption-text, figcaption p'],
+    ['re-run box', 'div.rerun-box p'],
+    ['re-run box code', 'div.rerun-box code'],
+  ];
+  const out = [];
+  for (const [what, selector] of kinds) {
+    const els = Array.from(document.querySelectorAll(selector)).filter((e) => e.offsetParent !== null && (e.textContent || '').trim()).slice(0, 40);
+    for (const el of els) {
+      const s = getComputedStyle(el);
+      const bg = background(el);
+      let fg = rgba(s.color);
+      fg = over([fg[0], fg[1], fg[2], fg[3] * opacity(el)], bg);
+      const [l1, l2] = [lum(fg), lum(bg)].sort((a, b) => b - a);
+      out.push({what, text: el.textContent.trim().slice(0, 30), ratio: Math.round(100 * (l1 + 0.05) / (l2 + 0.05)) / 100,
+                weight: Number(s.fontWeight), color: s.color, background: 'rgb(' + bg.slice(0, 3).map(Math.round).join(',') + ')'});
+    }
+  }
+  return out;
+})()
+"""
+
+# Switch the page between the theme's light and dark modes (as its button does).
+def set_theme_js(theme: str) -> str:
+    return (f"(() => {{ document.documentElement.dataset.theme = '{theme}';"
+            f" document.documentElement.dataset.mode = '{theme}'; return getComputedStyle(document.body).backgroundColor; }})()")
+
+# Tables and ledgers wider than the column: each must carry the visible cue of book.js (its frame
+# says so above it, and shows a shadow on the right edge while there is more to the right).
+# Returns [{where, problem}], empty when fine.
+SCROLL_CUE_JS = r"""
+(() => {
+  const out = [];
+  for (const box of document.querySelectorAll('.pst-scrollable-table-container, .claims-ledger')) {
+    if (box.offsetParent === null || box.scrollWidth <= box.clientWidth + 1) continue;
+    const frame = box.parentElement;
+    const where = (box.textContent || '').trim().slice(0, 50);
+    if (!frame || !frame.classList.contains('ib-scroll-frame') || !frame.classList.contains('ib-scrolls')) {
+      out.push({where, problem: 'scrolls sideways without the cue (no frame from book.js)'});
+      continue;
+    }
+    const label = getComputedStyle(frame, '::before');
+    if (label.display === 'none' || !label.content || label.content === 'none') {
+      out.push({where, problem: 'the cue above it is not shown'});
+    }
+    const shadow = getComputedStyle(frame, '::after');
+    if (box.scrollLeft + box.clientWidth < box.scrollWidth - 1 && Number(shadow.opacity) < 0.5) {
+      out.push({where, problem: 'no shadow on the right edge while more columns are there'});
+    }
+  }
+  return out;
+})()
 """

@@ -10,9 +10,11 @@ Usage (``python -m implicit_bias.book COMMAND --help`` for the options)::
                                                   folder of executed notebooks (a seed folder), print its claims
     seeds       [CHAPTER ...] [--seeds 0-4]       seed sweep: execute on seeds 1-4, write book/robustness.md
     book        [--profile ci|full] [--jobs N]    execute every chapter into _build/<profile>/ and build the site
-    build       [--source DIR]                    strict Jupyter Book build of a source tree
+    build       [--source DIR] [--output DIR]     the site from the committed notebooks, executing nothing
+                                                  (make site); or a strict build of the tree DIR
+    refresh-ledgers [CHAPTER ...]                 redraw the ledgers' HTML in executed notebooks (no execution)
     build-page  NOTEBOOK                          strict build of the front matter plus one part
-    lab                                           JupyterLab in the book's root (the project's kernel, jupytext)
+    lab         [--port N] [--no-browser]         JupyterLab in the book's root (the project's kernel, jupytext)
     install-kernel                                register the kernel 'implicit-bias' in this environment
 
 ``execute``, ``seeds`` and ``book`` take ``--executor local|slurm``: chapters run here (``--jobs``
@@ -57,7 +59,7 @@ def fail(message: str, code: int = 2) -> int:
 
 def cmd_sync(args: argparse.Namespace) -> int:
     written, refused = 0, []
-    chapters = resolve_chapters(args.chapters)
+    chapters = resolve_chapters(args.chapters, args.all_matching)
     for py in chapters:
         try:
             if sync(py, keep=args.keep):
@@ -123,7 +125,7 @@ def _warn_without_gpu(profile: str, chapters: Sequence[Path], jobs: int,
 
 
 def cmd_execute(args: argparse.Namespace) -> int:
-    chapters = resolve_chapters(args.chapters)
+    chapters = resolve_chapters(args.chapters, args.all_matching)
     profile, per_chapter = _checked(args, chapters)
     in_place = args.output is None and args.out_dir is None
     if in_place and any(per_chapter.values()):
@@ -131,7 +133,8 @@ def cmd_execute(args: argparse.Namespace) -> int:
         return fail(
             "execute in place writes the committed notebooks, which hold the outputs of profile "
             f"'ci' with the default parameters; pass --out-dir DIR (or --output FILE) to run with "
-            f"{', '.join(wanted)} (make execute ... SEED=n does this for seeds)")
+            f"{', '.join(wanted)} (make execute does this: SEED=n into _build/seed<n>/, PROFILE=... or "
+            f"PARAMS=\"-p NAME VALUE\" into _build/runs/)")
     if args.output and len(chapters) != 1:
         return fail("--output takes exactly one chapter; use --out-dir for several")
     executor = executors.from_args(args, profile)
@@ -185,7 +188,7 @@ def cmd_report(args: argparse.Namespace) -> int:
 
 
 def cmd_book(args: argparse.Namespace) -> int:
-    chapters = resolve_chapters(args.chapters)
+    chapters = resolve_chapters(args.chapters, args.all_matching)
     profile, per_chapter = _checked(args, chapters)
     out_root = ROOT / "_build" / profile
     stage = out_root / "src"
@@ -235,24 +238,77 @@ def cmd_book(args: argparse.Namespace) -> int:
     return 1 if (n_failed or rc) else 0
 
 
+SITE_DIR = Path("_build") / "site"
+BUILD_HELP = """\
+The site from the committed notebooks, executing nothing (make site): the way to read the book.
+The committed notebooks hold the outputs of profile ci. The book is staged into _build/site/src as
+make book stages it (the nbval markers dropped, each ledger drawn by the current library, the
+chapters' .py offered for download), then built strictly (warnings are errors) into _build/site;
+the site is _build/site/_build/html/index.html. MathJax is served by the site itself when
+make vendor-mathjax fetched it (make site does), else loaded from its CDN.
+
+With --source DIR, the tree DIR is built as it is (one staged by make book or by CI)."""
+
+
 def cmd_build(args: argparse.Namespace) -> int:
-    source = Path(args.source).resolve() if args.source else ROOT
-    if not (source / "_config.yml").exists():
-        return fail(f"{source} holds no _config.yml: --source must be the root of a book")
-    output = Path(args.output).resolve() if args.output else None
-    config = config_with_local_mathjax(source, ROOT / "_build" / "config" / "_config.yml")
-    if config is None:
-        print("MathJax is loaded from its CDN: math needs a network to show "
-              "(run make vendor-mathjax for an offline site)")
+    """The site without executing anything: by default the repository's book as committed (its
+    notebooks hold the outputs of profile ci), staged into ``_build/site/src`` as ``make book``
+    stages it (nbval markers dropped, ledgers drawn by the current library, the chapters' ``.py``
+    offered for download) and built strictly into ``_build/site``. With ``--source``, the tree
+    given is built as it is (one staged by ``make book`` or by CI)."""
+    started = time.monotonic()
+    if args.source is None:
+        out = Path(args.output).resolve() if args.output else ROOT / SITE_DIR
+        source = ROOT / SITE_DIR / "src" if not args.output else out / "src"
+        print(f"staging the committed book in {relative(source)} (nothing is executed)")
+        stage_source(source)
+        if use_local_mathjax(source):
+            print("MathJax served by the site itself (from _build/vendor/mathjax)")
+        else:
+            print("MathJax is loaded from its CDN: math needs a network to show "
+                  "(run make vendor-mathjax for an offline site)")
+        print("building the site (strict)")
+        rc = jupyter_book_build(source, out, quiet=not args.verbose)
+        index = out / "_build" / "html" / "index.html"
     else:
-        print(f"MathJax served by the site itself (from {relative(config.parent.parent / 'vendor' / 'mathjax')})")
-    rc = jupyter_book_build(source, output, quiet=not args.verbose, config=config)
-    index = (output or source) / "_build" / "html" / "index.html"
+        source = Path(args.source).resolve()
+        if not (source / "_config.yml").exists():
+            return fail(f"{source} holds no _config.yml: --source must be the root of a book")
+        output = Path(args.output).resolve() if args.output else None
+        config = config_with_local_mathjax(source, ROOT / "_build" / "config" / "_config.yml")
+        if config is None:
+            print("MathJax is loaded from its CDN: math needs a network to show "
+                  "(run make vendor-mathjax for an offline site)")
+        else:
+            print(f"MathJax served by the site itself (from {relative(config.parent.parent / 'vendor' / 'mathjax')})")
+        rc = jupyter_book_build(source, output, quiet=not args.verbose, config=config)
+        index = (output or source) / "_build" / "html" / "index.html"
     if rc == 0:
-        print(f"site: {index}")
+        print(f"site ({time.monotonic() - started:.0f} s): {index}")
     else:
         print(f"the strict build failed (exit {rc}); re-run with --verbose to see the warnings")
     return rc
+
+
+def cmd_refresh_ledgers(args: argparse.Namespace) -> int:
+    """Redraw the HTML of the ledgers in executed notebooks from their glued claims."""
+    import nbformat
+
+    from .site import refresh_ledger_html
+
+    chapters = resolve_chapters(args.chapters, args.all_matching)
+    written = 0
+    for py in chapters:
+        path = py.with_suffix(".ipynb")
+        if not path.exists():
+            continue
+        nb = nbformat.read(path, as_version=4)
+        if refresh_ledger_html(nb, str(py.relative_to(ROOT / "chapters").with_suffix(""))):
+            nbformat.write(nb, path)
+            written += 1
+            print(f"redrew the ledger of {relative(path)}")
+    print(f"{written} notebook(s) changed, {len(chapters) - written} already current")
+    return 0
 
 
 def cmd_build_page(args: argparse.Namespace) -> int:
@@ -321,8 +377,12 @@ def main(argv: Sequence[str] | None = None) -> int:
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     sub = parser.add_subparsers(dest="command", required=True)
 
+    all_matching = dict(action="store_true", help="a name that matches several chapters selects all "
+                        "of them (make: ALL=1); without it, such a name stops with their list")
+
     p = sub.add_parser("sync", help="regenerate .ipynb inputs from the .py sources")
-    p.add_argument("chapters", nargs="*")
+    p.add_argument("chapters", nargs="*", help="chapter paths or name fragments (default: all)")
+    p.add_argument("--all-matching", **all_matching)
     p.add_argument("--keep", choices=("source", "notebook"), default=None,
                    help="when a notebook holds edits of its own: 'notebook' carries them into the "
                         ".py, 'source' discards them (default: refuse, naming the file)")
@@ -330,6 +390,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     def exec_options(p: argparse.ArgumentParser) -> None:
         p.add_argument("chapters", nargs="*", help="chapter paths or name fragments (default: all)")
+        p.add_argument("--all-matching", **all_matching)
         p.add_argument("--profile", default="ci", help="'ci' (CPU) or 'full' (GPU, the papers' settings)")
         p.add_argument("--seed", type=int, default=None)
         p.add_argument("-p", "--param", nargs=2, action="append", metavar=("NAME", "VALUE"),
@@ -347,6 +408,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     p = sub.add_parser("seeds", help="execute chapters on several seeds and write the robustness page")
     p.add_argument("chapters", nargs="*", help="chapter paths or name fragments (default: all)")
+    p.add_argument("--all-matching", **all_matching)
     p.add_argument("--seeds", default="0-4", help="seeds, e.g. 0-4 or 0,3,7 (seed 0 is the committed run)")
     p.add_argument("--jobs", type=_positive, default=1, help="chapters executed in parallel")
     p.add_argument("--timeout", type=_positive, default=None, help="seconds per cell (default: none)")
@@ -366,20 +428,34 @@ def main(argv: Sequence[str] | None = None) -> int:
     p.add_argument("--verbose", action="store_true")
     p.set_defaults(func=cmd_book)
 
-    p = sub.add_parser("build", help="strict build of the site from a source tree")
-    p.add_argument("--source")
-    p.add_argument("--output")
-    p.add_argument("--verbose", action="store_true")
+    p = sub.add_parser(
+        "build", help="the site from the committed notebooks, executing nothing (make site, ~30 s)",
+        description=BUILD_HELP, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--source", metavar="DIR",
+                   help="build this book tree as it is (one staged by make book or by CI) instead of "
+                        "staging the repository's book")
+    p.add_argument("--output", metavar="DIR",
+                   help="where to build (the site is DIR/_build/html); default _build/site, or the "
+                        "source tree itself with --source")
+    p.add_argument("--verbose", action="store_true", help="show Jupyter Book's output and every warning")
     p.set_defaults(func=cmd_build)
+
+    p = sub.add_parser("refresh-ledgers", help="redraw the HTML of the ledgers in the executed "
+                                               "notebooks from their glued claims (no execution)")
+    p.add_argument("chapters", nargs="*", help="chapter paths or name fragments (default: all)")
+    p.add_argument("--all-matching", **all_matching)
+    p.set_defaults(func=cmd_refresh_ledgers)
 
     p = sub.add_parser("build-page", help="strict build of the front matter plus one page")
     p.add_argument("page")
     p.set_defaults(func=cmd_build_page)
 
     p = sub.add_parser("lab", help="JupyterLab in the book's root, with the project's kernel")
-    p.add_argument("--port", type=int, default=None)
+    p.add_argument("--port", type=int, default=None,
+                   help="port to listen on (make lab PORT=N; default: 8888, or the next free one)")
     p.add_argument("--token", default=None, help="access token (default: JupyterLab makes one)")
-    p.add_argument("--no-browser", action="store_true")
+    p.add_argument("--no-browser", action="store_true",
+                   help="do not open a browser; open the URL JupyterLab prints (make lab BROWSER=no)")
     p.add_argument("--root", help="folder JupyterLab serves (default: the book's root)")
     p.add_argument("extra", nargs=argparse.REMAINDER,
                    help="after --: more JupyterLab options, e.g. -- --ServerApp.ip=0.0.0.0")

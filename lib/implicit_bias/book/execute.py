@@ -42,6 +42,7 @@ class Outcome:
     cell_index: int | None = None
     n_cells: int | None = None
     cell_line: str = ""
+    more: str = ""  # the error message's lines after the first (what to do, e.g. allow_fallback)
 
     def where(self) -> str:
         """Where the run failed, for messages: ``cell 4 of 21 ([4] starts 'x = f(y)')``."""
@@ -109,10 +110,11 @@ def execute_one(py: str, output: str, parameters: dict[str, Any], log_dir: str,
                 kernel_name="python3", progress_bar=False, log_output=False,
                 execution_timeout=timeout, kernel_manager_class=_kernel_manager_logging_to(kernel_log),
             )
-            ok, err = True, ""
+            ok, err, more = True, "", ""
         except Exception as exc:  # papermill raises PapermillExecutionError with the cell
             ok = False
             err = _error_line(exc, timeout)
+            more = _error_rest(exc)
             tb = getattr(exc, "traceback", None)
             detail = "\n".join(tb) if tb else traceback.format_exc()
         seconds = time.perf_counter() - start
@@ -134,7 +136,7 @@ def execute_one(py: str, output: str, parameters: dict[str, Any], log_dir: str,
             log_file.write_text(_strip_ansi(detail))
             log = str(log_file)
     count, index, n_cells, line = where
-    return Outcome(rel, str(out), ok, seconds, count, err, log, index, n_cells, line)
+    return Outcome(rel, str(out), ok, seconds, count, err, log, index, n_cells, line, more)
 
 
 def _error_line(exc: BaseException, timeout: int | None) -> str:
@@ -146,6 +148,15 @@ def _error_line(exc: BaseException, timeout: int | None) -> str:
                 "next to the traceback file)")
     value = str(getattr(exc, "evalue", exc)).strip().splitlines()
     return f"{name}: {value[0] if value else ''}"
+
+
+def _error_rest(exc: BaseException, max_lines: int = 8) -> str:
+    """The lines of the error message after its first: where a chapter's error says what to do
+    (a missing data file: where to put it, or ``-p allow_fallback True``), the terminal shows it."""
+    lines = [ln for ln in str(getattr(exc, "evalue", "") or "").strip().splitlines()[1:] if ln.strip()]
+    if len(lines) > max_lines:
+        lines = lines[:max_lines] + ["... (the rest is in the traceback file)"]
+    return "\n".join(lines)
 
 
 def _failed_cell(nb: Any) -> tuple[int | None, int | None, int | None, str]:
@@ -243,5 +254,8 @@ def print_failures(outcomes: Iterable[Outcome]) -> int:
     if failed:
         print(f"\n{len(failed)} chapter(s) failed:")
         for o in failed:
-            print(f"  {o.chapter}: {o.where()}: {o.error}\n    traceback: {relative(Path(o.log)) if o.log else '-'}")
+            print(f"  {o.chapter}: {o.where()}: {o.error}")
+            for line in o.more.splitlines():
+                print(f"    {line}")
+            print(f"    traceback: {relative(Path(o.log)) if o.log else '-'}")
     return len(failed)

@@ -142,14 +142,22 @@ _SHOW_PARAMETERS = """(() => {
     const nb = nbPanel().content;
     const i = nb.widgets.findIndex((w) => (w.model.getMetadata('tags') || []).includes('parameters'));
     nb.activeCellIndex = i;
+    nb.mode = 'command';
     return Promise.resolve(nb.scrollToItem(i, 'start')).then(() => true); })()"""
+# the end of the rendered text above the parameters cell stays in view (MyST: boxes, math)
+_SCROLL_UP = """(() => { const s = nbPanel().content.node.closest('.jp-WindowedPanel-outer')
+    || nbPanel().content.node; s.scrollTop = Math.max(0, s.scrollTop - OFFSET); return true; })()"""
 
 
 def lab_screenshot(png: Path, chapter: str = "chapters/invariances/02_paths_and_trees.py",
-                   seed: int = 3, width: int = 1280, height: int = 1000) -> Path:
+                   seed: int = 3, width: int = 900, height: int = 940, scale: float = 2.0,
+                   above: int = 260) -> Path:
     """The picture of the how-to-run page: JupyterLab (started as ``make lab`` starts it, on a
     copy of the book) with a chapter's ``.py`` opened as a notebook, its seed changed and all cells
-    run, taken in headless Chromium. On failure, what the browser showed is saved next to ``png``."""
+    run, taken in headless Chromium. The file browser is folded away and the window is narrow,
+    drawn at ``scale`` pixels per CSS pixel, so that the text stays readable at the width of the
+    page; ``above`` CSS pixels of the rendered text before the parameters cell stay in view. On
+    failure, what the browser showed is saved next to ``png``."""
     import secrets
     import shutil
     import socket
@@ -183,7 +191,7 @@ def lab_screenshot(png: Path, chapter: str = "chapters/invariances/02_paths_and_
                     break
                 except OSError:
                     time.sleep(0.5)
-            with Chromium(width=width, height=height, timeout=300) as chrome:
+            with Chromium(width=width, height=height, timeout=300, scale=scale) as chrome:
                 try:
                     chrome.open(f"http://127.0.0.1:{port}/lab?token={token}&reset")
                     chrome.wait_for("window.jupyterapp && jupyterapp.started && true", timeout=120)
@@ -192,7 +200,9 @@ def lab_screenshot(png: Path, chapter: str = "chapters/invariances/02_paths_and_
                                     "factory: 'Jupytext Notebook'}).then(() => true)")
                     chrome.evaluate(_FIND_PANEL)
                     chrome.wait_for(_PANEL_READY, timeout=120)
-                    chrome.evaluate("(() => { jupyterapp.shell.activateById(nbPanel().id); return true; })()")
+                    chrome.evaluate("(() => { jupyterapp.shell.activateById(nbPanel().id);"
+                                    " jupyterapp.shell.collapseLeft(); jupyterapp.shell.collapseRight();"
+                                    " return true; })()")
                     chrome.wait_for(_KERNEL_STARTED, timeout=120)
                     chrome.evaluate(_NO_TOASTS)
                     chrome.evaluate(_SET_SEED.replace("SEED", str(seed)))
@@ -200,7 +210,9 @@ def lab_screenshot(png: Path, chapter: str = "chapters/invariances/02_paths_and_
                     chrome.evaluate("(() => { jupyterapp.commands.execute('notebook:run-all-cells'); return true; })()")
                     chrome.wait_for(_RUN_DONE.replace("SEED", str(seed)), timeout=300)
                     chrome.evaluate(_SHOW_PARAMETERS)
-                    time.sleep(1.5)  # let the scroll settle
+                    time.sleep(1.0)  # let the scroll settle
+                    chrome.evaluate(_SCROLL_UP.replace("OFFSET", str(above)))
+                    time.sleep(1.5)
                     chrome.screenshot(png)
                 except Exception:
                     chrome.screenshot(png.with_suffix(".failed.png"))

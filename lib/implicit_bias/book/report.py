@@ -4,6 +4,7 @@ ledgers), the errata page and the intro's summary of results."""
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -192,9 +193,9 @@ def render_report(source_root: Path, chapters: Sequence[Path]) -> str:
                   "|---|---|---|---|---|---|---|---|"]
         for c in led.claims:
             bearing = (c.bearing or "-") + (" (proxy)" if c.proxy else "")
-            cells = [c.id, c.source, c.statement, f"{', '.join(c.items) or '-'}: {bearing}", c.paper,
+            cells = [_md_code(c.id), c.source, c.statement, f"{', '.join(c.items) or '-'}: {bearing}", c.paper,
                      c.measured, c.tolerance, f"**{c.verdict}**"]
-            lines.append("| " + " | ".join(_md_cell(v) for v in cells) + " |")
+            lines.append("| " + " | ".join(v if i == 0 else _md_cell(v) for i, v in enumerate(cells)) + " |")
         lines.append("")
     return "\n".join(lines)
 
@@ -209,8 +210,17 @@ def _bearing_counts(cited: Sequence[scorecards.CitedClaim]) -> str:
 
 
 def _md_cell(value: Any) -> str:
-    text = str(value).replace("|", "\\|").replace("\n", " ")
-    return f"`{text}`" if any(ch in text for ch in "*_<>") and not text.startswith("**") else text
+    """A table cell of generated Markdown (see :func:`.scorecards.md_text`); a leading
+    ``**WORD**`` made by the generators (``**PASS**``, ``**FAILED** ...``) is kept as bold."""
+    text = str(value).replace("\n", " ")
+    bold = re.match(r"\*\*[^*]+\*\*", text)
+    head = bold.group(0) if bold else ""
+    return head + scorecards.md_text(text[len(head):])
+
+
+def _md_code(value: Any) -> str:
+    """An id as inline code in a table (kept on one line by the book's stylesheet)."""
+    return "`" + str(value).replace("`", "'").replace("|", "\\|") + "`"
 
 
 ERRATA_INTRO = """# Errata found

@@ -38,12 +38,13 @@ citing it, first rule that applies:
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ..claims import BEARINGS, Claim
+from ..claims import BEARINGS, Claim, keep_whole
 
 ITEMS_FOLDER = Path("book") / "items"
 KINDS = ("theorem", "lemma", "proposition", "corollary", "definition", "equation", "claim",
@@ -177,8 +178,28 @@ def problems(papers: dict[str, Paper], claims: Iterable[CitedClaim]) -> list[str
     return out
 
 
-def _md(text: Any) -> str:
-    return str(text).replace("|", "\\|").replace("\n", " ")
+_MD_SPECIAL = re.compile(r"([\\`*_<>\[\]{}#~])")
+_MD_MATH = re.compile(r"(?<![\\$])\$(?!\$)[^$\n]+?(?<![\\\s])\$(?!\$)")
+
+
+def md_text(value: Any) -> str:
+    """Text for a cell of a generated Markdown table: as written (its Markdown characters escaped,
+    so that nothing turns into emphasis, code or HTML, and ``|`` does not end the cell), with
+    ``$...$`` kept as math, and ids, numbers and ranges kept on one line (a ``nowrap`` span: see
+    :func:`implicit_bias.claims.keep_whole`)."""
+    text = str(value).replace("\n", " ")
+    plain = lambda part: keep_whole(_MD_SPECIAL.sub(r"\\\1", part),
+                                    lambda token: f'<span class="nowrap">{token}</span>')
+    out, at = [], 0
+    for m in _MD_MATH.finditer(text):
+        out.append(plain(text[at:m.start()]))
+        out.append(m.group(0))
+        at = m.end()
+    out.append(plain(text[at:]))
+    return "".join(out).replace("|", "\\|")
+
+
+_md = md_text
 
 
 STATUS_BADGE = {
@@ -201,8 +222,8 @@ def claim_refs(cited: Sequence[CitedClaim]) -> str:
     """Claim ids linked to their ledgers in the report (anchors ``claims-<part>-<name>``)."""
     parts = []
     for c in cited:
-        label = f"{c.claim.id} ({c.claim.bearing or '?'}{', proxy' if c.claim.proxy else ''})"
-        parts.append(f"[{_md(label)}](#{anchor(c.chapter)})")
+        label = f"`{c.claim.id}` ({c.claim.bearing or '?'}{', proxy' if c.claim.proxy else ''})"
+        parts.append(f"[{label}](#{anchor(c.chapter)})")
     return "; ".join(parts) if parts else ""
 
 
@@ -226,7 +247,7 @@ def render_scorecard(paper: Paper, rows: Sequence[ItemStatus]) -> list[str]:
     ]
     for r in rows:
         claims = claim_refs(r.claims) or _md(r.item.note or "")
-        lines.append(f"| **{_md(r.item.id)}** {_md(r.item.title)} | {_md(r.item.where)} | "
+        lines.append(f"| **`{r.item.id}`** {_md(r.item.title)} | {_md(r.item.where)} | "
                      f"{STATUS_BADGE[r.status]} | {claims} |")
     lines.append("")
     return lines
@@ -254,18 +275,34 @@ def render_summary(papers: dict[str, Paper], claims: Sequence[CitedClaim],
         standin = [r for r in rows if r.status == "contradicted on stand-in data"]
         said = []
         if direct:
-            said.append("the runs contradict " + "; ".join(f"{r.item.title} ({r.item.where})" for r in direct))
+            said.append("the runs contradict "
+                        + "; ".join(f"{md_text(r.item.title)} ({md_text(r.item.where)})" for r in direct))
         if standin:
             said.append("on stand-in data they contradict "
-                        + "; ".join(f"{r.item.title} ({r.item.where})" for r in standin))
+                        + "; ".join(f"{md_text(r.item.title)} ({md_text(r.item.where)})" for r in standin))
         if said:
             bullets.append(f"- **{paper.short}**: " + "; ".join(said) + ".")
     return "\n".join(lines + [""] + bullets) + "\n"
 
 
+def claim_link(cited: CitedClaim, page_folder: str = "book") -> str:
+    """A claim's id linked to its row in its chapter's ledger (the row's HTML id is
+    :meth:`implicit_bias.claims.Ledger.row_id`), from a page in ``page_folder``. Raw HTML: MyST
+    cannot link to an id inside a notebook's output (the site checks test that each target exists)."""
+    import html
+
+    from ..claims import Ledger
+
+    up = "../" * len(Path(page_folder).parts)
+    target = f"{up}{cited.chapter}.html#{Ledger.row_id(cited.chapter.split('/', 1)[1], cited.claim.id)}"
+    return (f'<a class="claim-link reference internal" href="{html.escape(target)}">'
+            f"<code>{html.escape(cited.claim.id)}</code></a>")
+
+
 def render_contradicted(papers: dict[str, Paper], claims: Sequence[CitedClaim],
-                        order: Sequence[str]) -> list[str]:
-    """The errata page's generated list: every contradicted item, with the claims that show it."""
+                        order: Sequence[str], page_folder: str = "book") -> list[str]:
+    """The errata page's generated list: every contradicted item, with the claims that show it
+    (each linked to its row in its chapter's ledger)."""
     lines: list[str] = []
     for part in order:
         paper = papers.get(part)
@@ -280,8 +317,8 @@ def render_contradicted(papers: dict[str, Paper], claims: Sequence[CitedClaim],
             against = [c for c in r.claims if c.claim.bearing == "contradicts" and c.claim.proxy != direct]
             pages = sorted({c.chapter for c in against})
             links = ", ".join(f"{{doc}}`/{p}`" for p in pages)
-            ids = ", ".join(f"`{c.claim.id}`" for c in against)
+            ids = ", ".join(claim_link(c, page_folder) for c in against)
             how = "contradicted by" if direct else "contradicted on stand-in data by"
-            lines.append(f"- {r.item.where}, {r.item.title}: {how} {ids} ({links}).")
+            lines.append(f"- {md_text(r.item.where)}, {md_text(r.item.title)}: {how} {ids} ({links}).")
         lines.append("")
     return lines

@@ -325,7 +325,7 @@ def cmd_seeds(args: Any) -> int:
     from .sources import resolve_chapters
 
     seeds = parse_seeds(args.seeds)
-    chapters = resolve_chapters(args.chapters)
+    chapters = resolve_chapters(args.chapters, getattr(args, "all_matching", False))
     from .executors import from_args
 
     executor = None if args.collect_only else from_args(args, "ci")

@@ -32,25 +32,45 @@ def jupyter_book_build(source: Path, output: Path | None = None, quiet: bool = T
     return subprocess.run(cmd).returncode
 
 
-def stage_source(stage: Path) -> None:
-    """Copy what the site is built from (config, toc, front matter, chapters) into ``stage``."""
+def stage_source(stage: Path, root: Path = ROOT) -> None:
+    """Copy what the site is built from (config, toc, front matter, chapters) from the book at
+    ``root`` into ``stage``, and make the notebooks ready for the site (:func:`prepare_notebooks`).
+    The chapters' ``.py`` sources come along (the build skips them; the site offers them for
+    download and reads their parameters for the box "Re-run this page")."""
     if stage.exists():
         shutil.rmtree(stage)
     stage.mkdir(parents=True)
     for name in ("_config.yml", "_toc.yml"):
-        shutil.copy2(ROOT / name, stage / name)
-    ignore = shutil.ignore_patterns("_build", "__pycache__", ".ipynb_checkpoints", "*.py")
-    shutil.copytree(ROOT / "book", stage / "book", ignore=shutil.ignore_patterns("_build", "__pycache__"))
-    shutil.copytree(ROOT / "chapters", stage / "chapters", ignore=ignore)
+        shutil.copy2(root / name, stage / name)
+    ignore = shutil.ignore_patterns("_build", "__pycache__", ".ipynb_checkpoints")
+    shutil.copytree(root / "book", stage / "book", ignore=shutil.ignore_patterns("_build", "__pycache__"))
+    shutil.copytree(root / "chapters", stage / "chapters", ignore=ignore)
+    for py in (stage / "chapters").rglob("*.py"):
+        if not py.with_suffix(".ipynb").exists():  # helpers, or sources never executed
+            py.unlink()
     prepare_notebooks(stage)
 
 
+# The cell whose outputs nbval compares is marked by the comment ``# NBVAL_CHECK_OUTPUT`` (older
+# chapters) or by the cell tag ``nbval-check-output``; the tag is invisible on the site, the
+# comment is dropped from what the site shows (it means something to the test suite, not to a
+# reader). Nothing else is hidden.
 NBVAL_MARKER = "# NBVAL_"
+NBVAL_LINE = re.compile(r"^\s*# ?NBVAL_[A-Z_]+\s*$")
+
+
+def without_nbval_markers(source: str) -> str:
+    """``source`` without its nbval marker lines (``# NBVAL_CHECK_OUTPUT`` and the like)."""
+    if NBVAL_MARKER not in source:
+        return source
+    return "\n".join(ln for ln in source.splitlines() if not NBVAL_LINE.match(ln))
 
 
 def prepare_notebooks(stage: Path) -> None:
-    """Make the staged notebooks ready for the site: drop the nbval marker comments
-    (``# NBVAL_CHECK_OUTPUT``), which mean something to the test suite, not to a reader."""
+    """Make the staged notebooks ready for the site: drop the nbval marker comments, and draw each
+    ledger anew from its glued claims with the current :meth:`implicit_bias.claims.Ledger.html`
+    (so that the site shows the ledgers as the library renders them now, with row ids and math,
+    whenever the notebook was executed)."""
     import nbformat
 
     for path in sorted((stage / "chapters").rglob("*.ipynb")):
@@ -58,11 +78,49 @@ def prepare_notebooks(stage: Path) -> None:
         changed = False
         for cell in nb.cells:
             if cell.cell_type == "code" and NBVAL_MARKER in cell.source:
-                lines = [ln for ln in cell.source.splitlines() if not ln.strip().startswith(NBVAL_MARKER)]
-                cell.source = "\n".join(lines)
+                cell.source = without_nbval_markers(cell.source)
                 changed = True
+        chapter = str(path.relative_to(stage / "chapters").with_suffix(""))
+        changed = refresh_ledger_html(nb, chapter) or changed
         if changed:
             nbformat.write(nb, path)
+
+
+def refresh_ledger_html(nb: Any, chapter: str) -> bool:
+    """Replace the HTML of the ledger shown by ``ledger.report()`` with the one the library draws
+    now, from the claims glued in the same cell (``chapter``: ``<part>/<name>``, which names the
+    rows' ids). True when something changed. Nothing else of the notebook is touched."""
+    import json
+
+    from ..claims import GLUE_KEY, Claim, Ledger
+    from .report import literal_or_text
+
+    changed = False
+    for cell in nb.cells:
+        if cell.cell_type != "code":
+            continue
+        outputs = cell.get("outputs", [])
+        payload = None
+        for out in outputs:
+            if out.get("metadata", {}).get("scrapbook", {}).get("name") == GLUE_KEY:
+                text = out.get("data", {}).get("application/papermill.record/text/plain")
+                value = literal_or_text(text) if text is not None else None
+                try:
+                    payload = json.loads(value) if isinstance(value, str) else None
+                except ValueError:
+                    payload = None
+        if not payload:
+            continue
+        ledger = Ledger(chapter)
+        ledger.claims = [Claim.from_dict(row) for row in payload.get("claims", [])]
+        ledger.data = payload.get("data") or None
+        fresh = ledger.html()
+        for out in outputs:
+            data = out.get("data", {})
+            if "claims-table" in data.get("text/html", "") and data["text/html"] != fresh:
+                data["text/html"] = fresh
+                changed = True
+    return changed
 
 
 # --------------------------------------------------------------------------- pages of failed chapters

@@ -55,21 +55,48 @@ def all_chapters(root: Path = ROOT) -> list[Path]:
     return sorted(found, key=key)
 
 
-def resolve_chapters(names: Sequence[str]) -> list[Path]:
-    """Chapter sources from paths (``.py`` or ``.ipynb``) or substrings of their names."""
+class ChapterNotFound(SystemExit):
+    """A chapter name or path that does not select what it says; the message lists the chapters."""
+
+
+def resolve_chapters(names: Sequence[str], all_matching: bool = False, root: Path = ROOT) -> list[Path]:
+    """Chapter sources from paths (``.py`` or ``.ipynb``) or fragments of their names.
+
+    A fragment must select one chapter: one that matches several (``02`` matches the second
+    chapter of every part) stops with the list of them, unless ``all_matching`` (``ALL=1``) says
+    that all of them are meant. A path to a file that is not a chapter (not
+    ``chapters/<part>/<name>.py``) stops with a message saying what a chapter is.
+    """
+    chapters = all_chapters(root)
     if not names:
-        return all_chapters()
+        return chapters
+    listing = lambda paths: "\n  ".join(relative(p, root) for p in paths)
     found: list[Path] = []
     for name in names:
         path = Path(name)
-        if path.suffix in (".py", ".ipynb") and (ROOT / path).with_suffix(".py").exists():
-            found.append((ROOT / path).with_suffix(".py").resolve())
-            continue
-        matches = [p for p in all_chapters() if name in str(p.relative_to(ROOT))]
+        if path.suffix in (".py", ".ipynb") or "/" in name or path.is_absolute():
+            full = (path if path.is_absolute() else root / path)
+            if path.suffix in (".py", ".ipynb"):
+                full = full.with_suffix(".py")
+            chapter = next((c for c in chapters if full.resolve() == c.resolve()), None)
+            if chapter is not None:
+                found.append(chapter)
+                continue
+            if path.suffix in (".py", ".ipynb") or full.is_file():
+                what = "is not a chapter" if full.exists() or full.with_suffix(".ipynb").exists() else "does not exist"
+                raise ChapterNotFound(
+                    f"error: {name} {what}: a chapter is a source chapters/<part>/<NN_name>.py listed in "
+                    f"_toc.yml (CHAPTER= takes its path or a part of its name). The chapters are:\n  "
+                    f"{listing(chapters)}")
+        matches = [p for p in chapters if name in relative(p, root)]
         if not matches:
-            known = "\n  ".join(str(p.relative_to(ROOT)) for p in all_chapters())
-            raise SystemExit(f"no chapter matches {name!r}; the chapters are:\n  {known}")
-        found.extend(matches)
+            raise ChapterNotFound(f"error: no chapter matches {name!r}; the chapters are:\n  {listing(chapters)}")
+        if len(matches) > 1 and not all_matching:
+            raise ChapterNotFound(
+                f"error: {name!r} matches {len(matches)} chapters:\n  {listing(matches)}\n"
+                f"name one of them (CHAPTER=<its path>), or say that all are meant: ALL=1 with make "
+                f"(--all-matching on the command line).")
+        found.extend(m for m in matches if m not in found)
     return found
 
 
