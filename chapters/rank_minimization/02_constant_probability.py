@@ -35,8 +35,8 @@
 #   initialization"): with $\|\mathbf v_i(0)\|$ up to a hundredth of $\|\mathbf w_i(0)\|$ the runs
 #   do not reject the bound at any angle; with $\|\mathbf v_i(0)\|=\|\mathbf w_i(0)\|$, the paper's
 #   own experimental setup, it fails at input angles of $160^\circ$ and more, and with
-#   $\|\mathbf v_i(0)\|=3\|\mathbf w_i(0)\|$, still within Theorem 2's assumptions, at every angle
-#   tested, the paper's dataset included ({doc}`/book/errata`). Split starts with
+#   $\|\mathbf v_i(0)\|=3\|\mathbf w_i(0)\|$, still within Theorem 2's assumptions, on the paper's
+#   dataset and at every angle from $120^\circ$ ({doc}`/book/errata`). Split starts with
 #   $\mathbf w_i(0)^\top\mathbf x_j+\mathbf v_i(0)^\top\mathbf y_j<0$ die.
 #
 # **Take away:** Theorem 3 holds as stated, but "far from rank 1" degrades with the input angle,
@@ -56,7 +56,7 @@ PROFILES = {
     # thm3: fixed input angles (degrees; the paper's dataset is added) x ratios ||v_i(0)|| / ||w_i(0)||
     #       x thm3_init runs, all in one batch
     "ci": dict(sweep_data=150, sweep_init=20, sweep_lr=1e-2, sweep_steps=20_000,
-               thm3_angles=(100, 120, 140, 160, 175), thm3_ratios=(0.0, 0.01, 0.1, 0.3, 1.0, 3.0), thm3_init=2000,
+               thm3_angles=(100, 120, 140, 160, 175), thm3_ratios=(0.0, 0.01, 0.1, 0.3, 1.0, 3.0), thm3_init=3000,
                thm3_lr=1e-2, thm3_steps=20_000, traj_runs=200, traj_every=100),
     "full": dict(sweep_data=1000, sweep_init=50, sweep_lr=1e-3, sweep_steps=300_000,
                  thm3_angles=(95, 100, 110, 120, 130, 140, 150, 160, 170, 175),
@@ -452,6 +452,7 @@ print("split starts ending outside E, by ratio (all datasets): " + ", ".join(
 r0, r1, r3 = ratios.index(0.0), ratios.index(1.0), ratios.index(3.0)
 small = [r_ for r_, r in enumerate(ratios) if 0 < r <= 0.01]
 wide = [g_ for g_ in range(1, G) if angles[g_ - 1] >= 160]
+not_100 = [0] + [g_ for g_ in range(1, G) if angles[g_ - 1] >= 120]      # the paper's dataset and >= 120 deg
 # v(0) = 0: every split start must end in E; with P(split start) = bound exactly (two independent
 # uniform directions), the count gives a one-sided 99% lower limit for P(E) / bound
 fails0, ns0 = int(split_out[:, r0].sum()), int(n_split[:, r0].sum())
@@ -461,7 +462,7 @@ low_ratio = min(tn.binomial_interval(int(n_split[g_, r0] - split_out[g_, r0]), i
 s1 = split3[:, r1]
 agree_rule = float((rule3[:, r1] == conv3.view(G, K, n3)[:, r1])[s1].double().mean())
 gap_paper = min(bound[g_] - ci3[g_, r1, 1] for g_ in wide)
-gap_thm2 = min(bound[g_] - ci3[g_, r3, 1] for g_ in range(G))
+gap_thm2 = min(bound[g_] - ci3[g_, r3, 1] for g_ in not_100)
 gap_small = min(ci3[g_, r_, 1] - bound[g_] for g_ in range(G) for r_ in small)
 for key, val in {"thm3-angles": "{" + ", ".join(map(str, angles)) + "}",
                  "thm3-ratios": "{" + ", ".join(f"{r:g}" for r in ratios) + "}", "thm3-n": f"{n3:,}",
@@ -469,6 +470,9 @@ for key, val in {"thm3-angles": "{" + ", ".join(map(str, angles)) + "}",
                  "low-ratio": f"{low_ratio:.3f}", "wide": " and ".join(str(angles[g_ - 1]) for g_ in wide),
                  "p175-0": f"{p3[-1, r0]:.3f}", "b175": f"{bound[-1]:.3f}", "p175-1": f"{p3[-1, r1]:.3f}",
                  "p0-3": f"{p3[0, r3]:.3f}", "b0": f"{bound[0]:.3f}",
+                 "low-angles": ", ".join(str(a) for a in angles if a < 120),
+                 "plow-3": ", ".join(f"{p3[g_, r3]:.3f} [{ci3[g_, r3, 0]:.3f}, {ci3[g_, r3, 1]:.3f}] against {bound[g_]:.3f}"
+                                     for g_ in range(1, G) if angles[g_ - 1] < 120),
                  "dead-small": f"{split_out[:, small].sum() / max(n_split[:, small].sum(), 1):.4f}",
                  "dead-1": f"{split_out[:, r1].sum() / n_split[:, r1].sum():.2f}",
                  "dead-3": f"{split_out[:, r3].sum() / n_split[:, r3].sum():.2f}",
@@ -485,9 +489,11 @@ ledger.above("thm3-paper-init", "Thm 3 remark", "with ||v_i(0)|| = ||w_i(0)|| (t
              bearing="contradicts", origin="paper: the bound of Theorem 3",
              vtol=0.01)
 ledger.above("thm3-thm2-init", "Thm 3 remark", "with ||v_i(0)|| = 3 ||w_i(0)|| (within Theorem 2's assumptions), "
-             "the 99% upper limit of P(E) is below the bound at every angle, the paper's dataset included "
+             "the 99% upper limit of P(E) is below the bound on the paper's dataset and at every angle >= 120 deg "
              "(smallest bound minus upper limit)", "should hold under Thm 2's weaker init", gap_thm2, 0.0, fmt=".3f",
-             items="thm3-remark", bearing="contradicts", origin="paper: the bound of Theorem 3", vtol=0.01)
+             items="thm3-remark", bearing="contradicts", vtol=0.01,
+             origin="after-seeds: the bound is the paper's; 100 deg left out after seed 2, where the interval reached "
+             "the bound")
 ledger.above("thm3-small-ratio", "Thm 3 remark", "with 0 < ||v_i(0)|| <= 0.01 ||w_i(0)||, the bound is not rejected "
              "at any angle (smallest 99% upper limit of P(E) minus bound)", "should hold under weaker init",
              gap_small, 0.0, fmt=".3f", items="thm3-remark", bearing="qualifies",
@@ -551,9 +557,10 @@ plt.close(fig)
 # (claim `thm3-small-ratio`; {glue:text}`rankp-dead-small` of the split starts end outside $E$).
 # With $\rho=1$, the paper's experiment, the bound fails at {glue:text}`rankp-wide` degrees
 # ({glue:text}`rankp-p175-1` against {glue:text}`rankp-b175` at $175^\circ$; claim
-# `thm3-paper-init`), and with $\rho=3$, which still meets Theorem 2's assumptions, at every angle
-# tested, the paper's dataset included ({glue:text}`rankp-p0-3` against {glue:text}`rankp-b0`;
-# claim `thm3-thm2-init`). The mechanism is visible in the gradients of Lemma 7: for neuron $i$
+# `thm3-paper-init`), and with $\rho=3$, which still meets Theorem 2's assumptions, on the paper's
+# dataset ({glue:text}`rankp-p0-3` against {glue:text}`rankp-b0`) and at every angle from
+# $120^\circ$ (claim `thm3-thm2-init`); at {glue:text}`rankp-low-angles` degrees the estimate is
+# below the bound too but by less than this sample resolves ({glue:text}`rankp-plow-3`). The mechanism is visible in the gradients of Lemma 7: for neuron $i$
 # active on $\mathbf x_j$ only, with $p_i=\mathbf w_i^\top\mathbf x_j$,
 # $q_i=\mathbf v_i^\top\mathbf y_j$ and $\boldsymbol\phi_j\approx-\mathbf y_j$ while the network is
 # small, $\dot p_i\approx q_i$ and $\dot q_i\approx p_i$, so $p_i+q_i$ grows like $e^t$ and
@@ -592,7 +599,10 @@ plt.close(fig)
 # 1.05", the cut-off our reading guide used, and $\theta^*$ is defined by the same number. The
 # comparisons with Theorem 3's bound use 99% Wilson intervals on {glue:text}`rankp-thm3-n` runs
 # per dataset and ratio; on another CPU a few chaotic runs may change their outcome, so those claims
-# allow their values to move by 0.01 (twenty runs) across machines. Three thresholds were set after
+# allow their values to move by 0.01 (thirty runs) across machines. The claim for
+# $\|\mathbf v_i(0)\|=3\|\mathbf w_i(0)\|$ first covered every angle; on seed 2 the interval at
+# $100^\circ$ reached the bound, so that angle was left out of the claim (and the sample raised
+# from 2,000 to 3,000 runs per cell) after seeing seeds. Three thresholds were set after
 # pilot runs of an earlier version of this page and then checked on seeds 0-4
 # ({doc}`/book/robustness`): at least 95% of converged wide-angle runs below 1.05, at least 10% of
 # the runs that end with a neuron in $\mathcal S$ more than 0.05 below the split value (0 if they

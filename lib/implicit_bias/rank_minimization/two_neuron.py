@@ -102,7 +102,8 @@ def paper_init(R: int, radius: float = 1e-4, generator: torch.Generator | None =
     return W, V.contiguous()
 
 
-def binomial_interval(k: int, n: int, level: float = 0.99, method: str = "wilson") -> tuple[float, float]:
+def binomial_interval(k: int, n: int, level: float = 0.99,
+                      method: str = "wilson") -> tuple[float, float]:
     """Two-sided confidence interval for a binomial fraction ``k / n`` (``method``: ``"wilson"``
     or ``"exact"``, Clopper-Pearson)."""
     from scipy import stats
@@ -155,7 +156,8 @@ def is_split(codes: torch.Tensor) -> torch.Tensor:
     return ((a == S1) & (b == S2)) | ((a == S2) & (b == S1))
 
 
-def served_pairs(W: torch.Tensor, X: torch.Tensor, Y: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+def served_pairs(W: torch.Tensor, X: torch.Tensor,
+                 Y: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
     """For runs that are split, the input and the label each neuron serves: ``(x, y)``, each
     ``(R, neuron, 2)``, with ``x[r, i] = x_j`` for the input ``x_j`` that neuron ``i`` is active on
     (entries of neurons that are not in ``S1`` or ``S2`` take ``x_1, y_1``)."""
@@ -165,7 +167,8 @@ def served_pairs(W: torch.Tensor, X: torch.Tensor, Y: torch.Tensor) -> tuple[tor
     return torch.gather(Xb.transpose(1, 2), 1, j), torch.gather(Yb.transpose(1, 2), 1, j)
 
 
-def split_survives(W0: torch.Tensor, V0: torch.Tensor, X: torch.Tensor, Y: torch.Tensor) -> torch.Tensor:
+def split_survives(W0: torch.Tensor, V0: torch.Tensor, X: torch.Tensor,
+                   Y: torch.Tensor) -> torch.Tensor:
     """The linearised survival rule for split starts: with ``p_i = w_i(0).x_j`` and
     ``q_i = v_i(0).y_j`` for the input ``x_j`` neuron ``i`` serves, small-weight gradient flow
     gives ``dp/dt ~ q``, ``dq/dt ~ p``, so ``p_i`` stays positive when ``p_i + q_i > 0``. True
@@ -196,7 +199,7 @@ def stuck(W: torch.Tensor, V: torch.Tensor, X: torch.Tensor, Y: torch.Tensor,
     (exponentially fast), so the run can only leave through a boundary it touches: it never
     converges (a dead neuron, Lemma 5, or both neurons serving the same input)."""
     Z = W @ X
-    served = (Z > 0).any(-2)                                   # (.., inputs): some neuron active on x_j
+    served = (Z > 0).any(-2)                           # (.., inputs): some neuron active on x_j
     Lj = 0.5 * (V @ torch.relu(Z) - Y).pow(2).sum(-2)          # per-input losses
     return (~served).any(-1) & (torch.where(served, Lj, torch.zeros_like(Lj)) < settle_tol).all(-1)
 
@@ -316,7 +319,8 @@ def simulate(W0: torch.Tensor, V0: torch.Tensor, X: torch.Tensor, Y: torch.Tenso
     (with ``stop_dead``: such a neuron never moves again and, when ``rank Y = 2``, zero loss is
     out of reach, Lemmas 4-5) or that are :func:`stuck` (with ``stop_stuck``: an input served by
     no neuron and the others fitted to ``settle_tol``, a flat stationary point of positive loss)
-    are written back and dropped from the active batch; the loop ends when no run is active. A run counts as ``converged`` when its final loss is ``< tol`` (the
+    are written back and dropped from the active batch; the loop ends when no run is active. A
+    run counts as ``converged`` when its final loss is ``< tol`` (the
     paper's criterion, 1e-4). A non-finite loss raises ``FloatingPointError`` naming the run,
     the step and the learning rate.
     """
@@ -375,7 +379,8 @@ def simulate(W0: torch.Tensor, V0: torch.Tensor, X: torch.Tensor, Y: torch.Tenso
 
 def simulate_loop(W0: torch.Tensor, V0: torch.Tensor, X: torch.Tensor, Y: torch.Tensor, *,
                   lr: float, steps: int, settle_tol: float = 1e-12, check_every: int = 500,
-                  stop_dead: bool = True, stop_stuck: bool = True) -> tuple[torch.Tensor, torch.Tensor]:
+                  stop_dead: bool = True,
+                  stop_stuck: bool = True) -> tuple[torch.Tensor, torch.Tensor]:
     """Reference implementation: the same GD, one run at a time with autograd (for the
     benchmark and the tests). Returns the final ``(W, V)``."""
     _check_args(W0, V0, X, Y, lr, steps, check_every)
