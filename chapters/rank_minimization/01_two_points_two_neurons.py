@@ -494,10 +494,12 @@ ledger.above("thm3-paper-data", "Thm 3 remark", "on the paper's own experiment (
 # The histogram has three parts. A fraction {glue:text}`rank1-fig1-split` of all runs start and
 # end split, and they sit at $\mathrm{srank}(W)\approx2/(1+|\cos\theta|)=$
 # {glue:text}`rank1-fig1-ideal`: each neuron only moves along its input (Lemma 7) and the balance
-# of Lemma 9 makes both rows end with $\mathbf w_i^\top\mathbf x_i\approx1$. Only
+# of Lemma 9 makes both rows end with $\mathbf w_i^\top\mathbf x_i\approx1$. Here
 # {glue:text}`rank1-fig1-nfar` of these {glue:text}`rank1-fig1-nboth` runs end more than
-# $10^{-3}$ away (largest deviation {glue:text}`rank1-fig1-dev`): with $\mathbf v(0)\neq0$ a
-# neuron can first move backwards along its input into $\mathcal S$ and come back elsewhere. A fraction {glue:text}`rank1-fig1-other` end split after
+# $10^{-3}$ away (largest deviation {glue:text}`rank1-fig1-dev`); on other seeds a handful do
+# ({doc}`/book/robustness`, claim `fig1-split-srank`). With $\mathbf v(0)\neq0$ a neuron can
+# first move backwards along its input, pass through $\mathcal S$ and come back to its
+# $\mathcal S_j$ elsewhere. A fraction {glue:text}`rank1-fig1-other` end split after
 # another start (a neuron first active on both inputs); their row angle lies in
 # {prf:ref}`Lemma 6 <rank-lem6>`'s interval $[\pi-\theta,\theta+O(10^{-4})]$, but anywhere in it
 # rather than at its ends, so their stable rank lies between the closed form and 2, up to the
