@@ -210,3 +210,65 @@ def test_lemma6_norm_interval():
     assert math.isclose(float(hi[1, 0]), math.sqrt(0.25 + 4 / (3 * math.sin(2.5) ** 2)), rel_tol=1e-12)
     # a larger initial norm can only widen the interval
     assert float(hi[0, 1]) >= float(hi[0, 0])
+
+
+def test_stacked_steps_match_bmm_steps():
+    R = tn.STACKED_FROM
+    X, Y, *_ = random_problem(R, 11)
+    W0, V0 = tn.paper_init(R, 0.3, torch.Generator().manual_seed(12))
+    W, V = W0.clone(), V0.clone()
+    tn.gd_steps(W, V, X, Y, 0.05, 30)                       # stacked path (R >= STACKED_FROM)
+    W2, V2 = W0[:-1].clone(), V0[:-1].clone()
+    tn.gd_steps(W2, V2, X[:-1], Y[:-1], 0.05, 30)           # bmm path
+    assert torch.allclose(W[:-1], W2, atol=1e-14) and torch.allclose(V[:-1], V2, atol=1e-14)
+
+
+def test_stuck_runs_are_stopped_and_never_converge():
+    X, Y = tn.paper_dataset()
+    # both neurons in S_1 (active on x_1 only): x_2 is served by no neuron
+    w = X[:, 0] - X[:, 1]
+    W0 = torch.stack([w, 0.5 * w]).unsqueeze(0) * 0.1
+    V0 = torch.full((1, 2, 2), 0.1, dtype=D)
+    sim = tn.simulate(W0, V0, X, Y, lr=0.05, steps=20_000, check_every=100)
+    assert not bool(sim.converged[0]) and int(sim.steps[0]) < 20_000
+    assert abs(float(sim.loss[0]) - 0.5) < 1e-6               # x_2's loss, 1/2 ||y_2||^2
+    free = tn.simulate(W0, V0, X, Y, lr=0.05, steps=20_000, check_every=100, stop_stuck=False)
+    assert not bool(free.converged[0]) and torch.allclose(free.W, sim.W, atol=1e-6)
+    # a split start is never stuck
+    Ws = torch.stack([w, -w]).unsqueeze(0) * 0.1
+    assert not bool(tn.stuck(Ws, V0, X, Y, 1e-12)[0])
+
+
+def test_paper_init_radii():
+    W, V = tn.paper_init(50, 1e-4, torch.Generator().manual_seed(1))
+    W2, V2 = tn.paper_init(50, 1e-4, torch.Generator().manual_seed(1), v_radius=1e-4)
+    assert torch.allclose(W, W2) and torch.allclose(V, V2, rtol=1e-12, atol=0)
+    r = torch.linspace(0, 3e-4, 50, dtype=D)
+    _, V3 = tn.paper_init(50, 1e-4, torch.Generator().manual_seed(1), v_radius=r)
+    assert torch.allclose(V3.norm(dim=-2), r.unsqueeze(-1).expand(50, 2), atol=1e-18)
+
+
+def test_binomial_interval():
+    lo, hi = tn.binomial_interval(30, 100, 0.95, "exact")
+    assert 0.21 < lo < 0.3 < hi < 0.4
+    lo0, hi0 = tn.binomial_interval(0, 1000, 0.99, "exact")
+    assert lo0 == 0.0 and math.isclose(hi0, 1 - 0.005 ** (1 / 1000), rel_tol=1e-6)
+    with pytest.raises(ValueError):
+        tn.binomial_interval(0, 0)
+
+
+def test_served_pairs_and_survival_rule():
+    X, Y = tn.paper_dataset()
+    w = X[:, 0] - X[:, 1]
+    W = torch.stack([-w, w]).unsqueeze(0)                     # neuron 0 in S2, neuron 1 in S1
+    xj, yj = tn.served_pairs(W, X, Y)
+    assert torch.equal(xj[0, 0], X[:, 1]) and torch.equal(xj[0, 1], X[:, 0])
+    assert torch.equal(yj[0, 0], Y[:, 1]) and torch.equal(yj[0, 1], Y[:, 0])
+    p = (W[0] * xj[0]).sum(-1)                                # both positive
+    V_ok = torch.zeros(1, 2, 2, dtype=D)
+    V_bad = V_ok.clone()
+    V_bad[0, :, 0] = -2 * float(p[0]) * Y[:, 1]               # q_0 = -2 p_0: p_0 + q_0 < 0
+    assert bool(tn.split_survives(W, V_ok, X, Y)[0]) and not bool(tn.split_survives(W, V_bad, X, Y)[0])
+    # and the rule is right for this start: the neuron serving x_2 dies
+    sim = tn.simulate(W * 1e-3, V_bad * 1e-3, X, Y, lr=1e-2, steps=20_000)
+    assert not bool(sim.converged[0])

@@ -84,12 +84,34 @@ def sphere_rows(R: int, radius: float, generator: torch.Generator | None = None,
 
 
 def paper_init(R: int, radius: float = 1e-4, generator: torch.Generator | None = None,
-               zero_v: bool = False) -> tuple[torch.Tensor, torch.Tensor]:
+               zero_v: bool = False, v_radius: float | torch.Tensor | None = None
+               ) -> tuple[torch.Tensor, torch.Tensor]:
     """The paper's initialisation: every row of ``W`` and every column of ``V`` uniform on the
-    circle of radius ``radius`` (``zero_v=True``: ``V(0) = 0``, the hypothesis of Theorem 3)."""
+    circle of radius ``radius`` (``zero_v=True``: ``V(0) = 0``, the hypothesis of Theorem 3).
+
+    ``v_radius`` gives the columns of ``V`` another radius: a number, or one per run (shape
+    ``(R,)``, e.g. a sweep of ``||v_i(0)|| / ||w_i(0)||``); directions are drawn as for the
+    default, so ``v_radius = radius`` reproduces it draw for draw."""
     W = sphere_rows(R, radius, generator)
-    V = torch.zeros_like(W) if zero_v else sphere_rows(R, radius, generator).transpose(1, 2).contiguous()
-    return W, V
+    if zero_v:
+        return W, torch.zeros_like(W)
+    if v_radius is None:
+        return W, sphere_rows(R, radius, generator).transpose(1, 2).contiguous()
+    r = torch.as_tensor(v_radius, dtype=W.dtype)
+    V = sphere_rows(R, 1.0, generator).transpose(1, 2) * r.reshape(-1, 1, 1)
+    return W, V.contiguous()
+
+
+def binomial_interval(k: int, n: int, level: float = 0.99,
+                      method: str = "wilson") -> tuple[float, float]:
+    """Two-sided confidence interval for a binomial fraction ``k / n`` (``method``: ``"wilson"``
+    or ``"exact"``, Clopper-Pearson)."""
+    from scipy import stats
+
+    if n <= 0:
+        raise ValueError("n must be positive")
+    ci = stats.binomtest(int(k), int(n)).proportion_ci(confidence_level=level, method=method)
+    return float(ci.low), float(ci.high)
 
 
 # --- regions (Definition 1) -----------------------------------------------------------------
@@ -134,6 +156,29 @@ def is_split(codes: torch.Tensor) -> torch.Tensor:
     return ((a == S1) & (b == S2)) | ((a == S2) & (b == S1))
 
 
+def served_pairs(W: torch.Tensor, X: torch.Tensor,
+                 Y: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """For runs that are split, the input and the label each neuron serves: ``(x, y)``, each
+    ``(R, neuron, 2)``, with ``x[r, i] = x_j`` for the input ``x_j`` that neuron ``i`` is active on
+    (entries of neurons that are not in ``S1`` or ``S2`` take ``x_1, y_1``)."""
+    R = W.shape[0]
+    Xb, Yb = _expand(X, R), _expand(Y, R)
+    j = (region_codes(W, Xb) == S2).long().unsqueeze(-1).expand(R, 2, 2)
+    return torch.gather(Xb.transpose(1, 2), 1, j), torch.gather(Yb.transpose(1, 2), 1, j)
+
+
+def split_survives(W0: torch.Tensor, V0: torch.Tensor, X: torch.Tensor,
+                   Y: torch.Tensor) -> torch.Tensor:
+    """The linearised survival rule for split starts: with ``p_i = w_i(0).x_j`` and
+    ``q_i = v_i(0).y_j`` for the input ``x_j`` neuron ``i`` serves, small-weight gradient flow
+    gives ``dp/dt ~ q``, ``dq/dt ~ p``, so ``p_i`` stays positive when ``p_i + q_i > 0``. True
+    where that holds for both neurons (meaningful for split starts only)."""
+    xj, yj = served_pairs(W0, X, Y)
+    p = (W0 * xj).sum(-1)
+    q = (V0.transpose(1, 2) * yj).sum(-1)
+    return ((p + q) > 0).all(-1)
+
+
 # --- forward, loss, gradients ---------------------------------------------------------------
 
 def forward(W: torch.Tensor, V: torch.Tensor, X: torch.Tensor) -> torch.Tensor:
@@ -144,6 +189,19 @@ def forward(W: torch.Tensor, V: torch.Tensor, X: torch.Tensor) -> torch.Tensor:
 def loss(W: torch.Tensor, V: torch.Tensor, X: torch.Tensor, Y: torch.Tensor) -> torch.Tensor:
     """Square loss ``1/2 ||V relu(W X) - Y||_F^2`` per run."""
     return 0.5 * (forward(W, V, X) - Y).pow(2).sum((-2, -1))
+
+
+def stuck(W: torch.Tensor, V: torch.Tensor, X: torch.Tensor, Y: torch.Tensor,
+          settle_tol: float) -> torch.Tensor:
+    """Runs at a flat stationary point short of zero loss: some input has no active neuron (its
+    loss ``1/2 ||y_j||^2`` is then constant and sends no gradient), and every input that has one
+    is fitted to ``settle_tol``. Every gradient then vanishes with the fitted losses
+    (exponentially fast), so the run can only leave through a boundary it touches: it never
+    converges (a dead neuron, Lemma 5, or both neurons serving the same input)."""
+    Z = W @ X
+    served = (Z > 0).any(-2)                           # (.., inputs): some neuron active on x_j
+    Lj = 0.5 * (V @ torch.relu(Z) - Y).pow(2).sum(-2)          # per-input losses
+    return (~served).any(-1) & (torch.where(served, Lj, torch.zeros_like(Lj)) < settle_tol).all(-1)
 
 
 def grads(W: torch.Tensor, V: torch.Tensor, X: torch.Tensor,
@@ -166,7 +224,13 @@ def gd_steps(W: torch.Tensor, V: torch.Tensor, X: torch.Tensor, Y: torch.Tensor,
              n: int) -> None:
     """``n`` full-batch GD steps in place on the batched ``W, V`` (``X, Y`` batched like ``W``).
 
-    Fused: five batched 2x2 products and two elementwise operations per step."""
+    Small batches take five batched 2x2 products per step; from ``STACKED_FROM`` runs on, the
+    same arithmetic runs on tensors with the run axis last (``(2, 2, R)``), where each product
+    is a handful of elementwise operations over all runs (about twice as fast on a CPU; the sums
+    are taken in the same order, so the two paths agree bit for bit in the tests)."""
+    if W.shape[0] >= STACKED_FROM:
+        _gd_steps_stacked(W, V, X, Y, lr, n)
+        return
     XT = X.transpose(-2, -1)
     for _ in range(n):
         Z = torch.bmm(W, X)
@@ -175,6 +239,25 @@ def gd_steps(W: torch.Tensor, V: torch.Tensor, X: torch.Tensor, Y: torch.Tensor,
         gZ = torch.bmm(V.transpose(1, 2), E).mul_(Z > 0)
         V.baddbmm_(E, A.transpose(1, 2), alpha=-lr)    # V -= lr E A^T
         W.baddbmm_(gZ, XT, alpha=-lr)                  # W -= lr gZ X^T
+
+
+STACKED_FROM = 1000  # batch size from which gd_steps uses the run-axis-last layout
+
+
+def _gd_steps_stacked(W: torch.Tensor, V: torch.Tensor, X: torch.Tensor, Y: torch.Tensor, lr: float,
+                      n: int) -> None:
+    Wt, Vt = W.permute(1, 2, 0).contiguous(), V.permute(1, 2, 0).contiguous()
+    Xt, Yt = X.permute(1, 2, 0).contiguous(), Y.permute(1, 2, 0).contiguous()
+    Xk, Xj = Xt.unsqueeze(0), Xt.unsqueeze(0)          # [., k, j, R]: X[k, j]
+    for _ in range(n):
+        Z = (Wt.unsqueeze(2) * Xk).sum(1)              # Z[i, j] = sum_k W[i, k] X[k, j]
+        A = Z.clamp(min=0)
+        E = (Vt.unsqueeze(2) * A.unsqueeze(0)).sum(1) - Yt            # V A - Y
+        gZ = (Vt.unsqueeze(2) * E.unsqueeze(1)).sum(0) * (Z > 0)      # (V^T E) * relu'(Z)
+        Vt -= lr * (E.unsqueeze(1) * A.unsqueeze(0)).sum(2)           # V -= lr E A^T
+        Wt -= lr * (gZ.unsqueeze(1) * Xj).sum(2)                      # W -= lr gZ X^T
+    W.copy_(Wt.permute(2, 0, 1))
+    V.copy_(Vt.permute(2, 0, 1))
 
 
 # --- the batched simulator ------------------------------------------------------------------
@@ -228,14 +311,16 @@ def _check_args(W0: torch.Tensor, V0: torch.Tensor, X: torch.Tensor, Y: torch.Te
 
 def simulate(W0: torch.Tensor, V0: torch.Tensor, X: torch.Tensor, Y: torch.Tensor, *, lr: float,
              steps: int, tol: float = 1e-4, settle_tol: float = 1e-12, check_every: int = 500,
-             stop_dead: bool = True, record: bool = False) -> Simulation:
+             stop_dead: bool = True, stop_stuck: bool = True, record: bool = False) -> Simulation:
     """Full-batch GD on ``R`` two-neuron networks at once, for at most ``steps`` steps.
 
     Every ``check_every`` steps, in bulk: runs whose loss is below ``settle_tol`` (converged;
     the rest of the way to the limit is exponentially fast) or that have a neuron in ``D``
     (with ``stop_dead``: such a neuron never moves again and, when ``rank Y = 2``, zero loss is
-    out of reach, Lemmas 4-5) are written back and dropped from the active batch; the loop ends
-    when no run is active. A run counts as ``converged`` when its final loss is ``< tol`` (the
+    out of reach, Lemmas 4-5) or that are :func:`stuck` (with ``stop_stuck``: an input served by
+    no neuron and the others fitted to ``settle_tol``, a flat stationary point of positive loss)
+    are written back and dropped from the active batch; the loop ends when no run is active. A
+    run counts as ``converged`` when its final loss is ``< tol`` (the
     paper's criterion, 1e-4). A non-finite loss raises ``FloatingPointError`` naming the run,
     the step and the learning rate.
     """
@@ -272,6 +357,8 @@ def simulate(W0: torch.Tensor, V0: torch.Tensor, X: torch.Tensor, Y: torch.Tenso
         settled = L < settle_tol
         if stop_dead:
             settled |= (region_codes(W, Xa) == DEAD).any(-1)
+        if stop_stuck:
+            settled |= stuck(W, V, Xa, Ya, settle_tol)
         keep = ~settled
         if done_steps >= steps or not bool(keep.any()):
             break
@@ -292,7 +379,8 @@ def simulate(W0: torch.Tensor, V0: torch.Tensor, X: torch.Tensor, Y: torch.Tenso
 
 def simulate_loop(W0: torch.Tensor, V0: torch.Tensor, X: torch.Tensor, Y: torch.Tensor, *,
                   lr: float, steps: int, settle_tol: float = 1e-12, check_every: int = 500,
-                  stop_dead: bool = True) -> tuple[torch.Tensor, torch.Tensor]:
+                  stop_dead: bool = True,
+                  stop_stuck: bool = True) -> tuple[torch.Tensor, torch.Tensor]:
     """Reference implementation: the same GD, one run at a time with autograd (for the
     benchmark and the tests). Returns the final ``(W, V)``."""
     _check_args(W0, V0, X, Y, lr, steps, check_every)
@@ -308,7 +396,8 @@ def simulate_loop(W0: torch.Tensor, V0: torch.Tensor, X: torch.Tensor, Y: torch.
                 with torch.no_grad():
                     L = float(0.5 * (V @ torch.relu(W @ x) - y).pow(2).sum())
                     dead = bool(((W @ x) <= 0).all(-1).any())
-                if L < settle_tol or (stop_dead and dead) or step == steps:
+                    flat = bool(stuck(W, V, x, y, settle_tol))
+                if L < settle_tol or (stop_dead and dead) or (stop_stuck and flat) or step == steps:
                     break
             L = 0.5 * (V @ torch.relu(W @ x) - y).pow(2).sum()
             gW, gV = torch.autograd.grad(L, (W, V))

@@ -21,7 +21,8 @@
 # This page draws them from simulation instead: each initial pair of neuron directions is one
 # run of a batch, and the outcome (converged or stuck, and the stable rank reached) becomes a
 # map over the torus of initial angles, with the theory's region boundaries on top. The
-# setting and notation are those of the previous page, {doc}`01_two_points_two_neurons`: a
+# setting and notation are those of the first two pages, {doc}`01_two_points_two_neurons` and
+# {doc}`02_constant_probability`: a
 # 2-2-2 ReLU network $V\sigma(W\mathbf x)$, square loss on two unit inputs at angle $\theta$,
 # rows $\mathbf w_i^\top$ of $W$ (shape (out, in) as on the notation page), stable rank
 # $\mathrm{srank}$ ({prf:ref}`def-stable-rank`).
@@ -42,7 +43,7 @@
 #
 # **Take away:** the paper's proofs describe exactly the part of the initialisations they
 # cover; the rest of the map, where the lowest stable ranks of the previous page come from, is
-# open. The depth results of the paper are on {doc}`03_depth_helps`.
+# open. The depth results of the paper are on {doc}`04_depth_helps`.
 # :::
 
 # %% tags=["parameters"]
@@ -73,7 +74,7 @@ from implicit_bias.chapter import start_chapter
 from implicit_bias.claims import Ledger
 
 P, dev = start_chapter(PROFILES, profile=profile, seed=seed, device=device)
-ledger = Ledger("rank_minimization/02_where_gradient_flow_goes")
+ledger = Ledger("rank_minimization/03_where_gradient_flow_goes")
 gen = torch.Generator().manual_seed(seed)
 D = torch.float64
 DEG = 180 / math.pi
@@ -167,7 +168,9 @@ for name, M in maps.items():
                      dead_ok=float((cls[dead0] == 2).double().mean()),
                      success=float(conv.double().mean()),
                      lo=float(tn.thm3_probability_bound(M["theta"])), hi=float(tn.no_dead_probability(M["theta"])),
-                     S_conv=float(conv[both_S].double().mean()), same_conv=float(conv[same].double().mean()))
+                     S_conv=float(conv[both_S].double().mean()), same_conv=float(conv[same].double().mean()),
+                     split_bad=int((cls[split0] != 0).sum()), n_split=int(split0.sum()),
+                     same_n=int(same.sum()), same_k=int(conv[same].sum()))
     R_ = res[name]
     print(f"{name:5s}: split starts -> converged split {R_['split_ok']:.3f}; dead starts -> stuck dead "
           f"{R_['dead_ok']:.3f}; success {R_['success']:.3f} (area of S1xS2 {R_['lo']:.3f}, no-dead area "
@@ -190,14 +193,20 @@ print("control: split starts with v(0) on the circle of radius r: converged " +
       ", ".join(f"{name} {v:.3f}" for name, v in ctrl.items()))
 glue("rank2-ctrl", ", ".join(f"{v:.2f}" for v in ctrl.values()), display=False)
 
-ledger.close("lemma13-map", "Lemma 13", "every start in S1 x S2 (away from the boundaries) converges and ends split",
-             "always", min(r["split_ok"] for r in res.values()), 1.0, atol=0.0, items="lemma13", bearing="supports")
+bad13 = sum(r["split_bad"] for r in res.values())
+ledger.holds("lemma13-map", "Lemma 13", "every start in S1 x S2 (away from the boundaries) converges and ends split "
+             "(count of pixels that do not, both maps)", "always", f"{bad13} of {sum(r['n_split'] for r in res.values())}",
+             bad13 == 0, tolerance="0", items="lemma13", bearing="supports", value=bad13, hi=0.5, origin="theory")
 ledger.below("lemma13-control", "Lemma 13", "negative control: the same starts with v(0) != 0 do not all converge "
              "(larger converged fraction of the two datasets)", "(not covered)", max(ctrl.values()), 1.0, fmt=".3f",
-             items="lemma13", bearing="control")
-ledger.close("same-Si-stuck", "Lemma 7", "no run whose neurons both start in the same S_i converges (inside S_i a "
-             "neuron moves only along x_i, away from the other input)", "not stated",
-             max(r["same_conv"] for r in res.values()), 0.0, atol=0.0, items="lemma7", bearing="supports")
+             items="lemma13", bearing="control", origin="prior")
+same_k = sum(r["same_k"] for r in res.values())
+ledger.holds("same-Si-stuck", "Sec. 3.1", "no run whose neurons both start in the same S_i converges (count that do, "
+             "both maps; no lemma covers these starts): with the dead starts, a large share of initialisations never "
+             "reaches zero loss, so 'avoids low-rank solutions with high probability' is a statement about the runs "
+             "that converge", "avoids low rank with high probability",
+             f"{same_k} of {sum(r['same_n'] for r in res.values())}", same_k == 0, tolerance="0",
+             items="sec31-high-prob", bearing="qualifies", value=same_k, hi=0.5, origin="prior: 0, as for the lemmas")
 
 # %%
 def show_torus(ax, image, M, xlabel, ylabel, **imshow_kw):
@@ -282,11 +291,12 @@ for name, M in maps.items():
     glue(f"rank2-{name}-ideal-dev", f"{M['ideal_dev']:.1e}", display=False)
 ledger.below("closed-form-map", "Lemmas 7, 9, 13", "stable rank on split starts equals the closed form "
              "(max abs error over both maps)", "not stated", max(cf_err.values()), 2e-4, fmt=".1e",
-             items=["lemma7", "lemma9", "lemma13"], bearing="supports")
+             items=["lemma7", "lemma9", "lemma13"], bearing="supports",
+             origin="after-seeds: lowered from 1e-3 after seeing the control (1e-3 did not separate the two limits)")
 ledger.above("closed-form-control", "Lemma 9", "negative control: the limit without Lemma 9's balance correction "
              "(w.x_j = 1) misses by more than the tolerance on the 120-degree map (its initialisation radius is "
              "large enough to tell them apart)", "-", cf_naive["120"], 2e-4, fmt=".1e", items="lemma9",
-             bearing="control")
+             bearing="control", origin="prior")
 
 fig, axes = plotting.subplots(2, height=3.4)
 for ax, (name, M) in zip(axes, maps.items()):
@@ -317,7 +327,7 @@ plt.close(fig)
 # $\mathcal F_1\cup\mathcal F_2$; we test membership for every such run of both maps.
 
 # %%
-mem, wedge = {}, {}
+mem, wedge, outside, n_es = {}, {}, {}, {}
 for name, M in maps.items():
     Wend = M["sim"].W.cpu()
     conv = M["sim"].converged.cpu()
@@ -334,16 +344,20 @@ for name, M in maps.items():
             ok[sel] &= tn.in_final_region(Wend[sel, n_], M["X"], i, M["r0"], eps, tol=1e-9)
             in_wedge[sel] &= tn.in_reachable(Wend[sel, n_], M["X"], i, 0.0, tol=1e-9)   # A_i without the strip
     mem[name] = float(ok[es].double().mean())
+    outside[name], n_es[name] = int((~ok)[es].sum()), int(es.sum())
     wedge[name] = float((~in_wedge)[es].double().mean())
     print(f"{name:5s}: runs ending split with both neurons in F_1 u F_2: {mem[name]:.4f} of {int(es.sum())}; "
           f"with a neuron outside the wedge between U_i and x_i: {wedge[name]:.3f}")
 glue("rank2-wedge", f"{max(wedge.values()):.2f}", display=False)
-ledger.close("lemma6-F", "Lemma 6 (proof), Fig. 3", "every run that ends split has its neurons in F_1 and F_2 "
-             "(geometry exact; the radius uses the balance reached by gradient descent)", "always",
-             min(mem.values()), 1.0, atol=0.0, fmt=".4f", items=["lemma6", "fig3"], bearing="supports")
+outF = sum(outside.values())
+ledger.holds("lemma6-F", "Lemma 6 (proof), Fig. 3", "every run that ends split has its neurons in F_1 and F_2 "
+             "(geometry exact; the radius uses the balance reached by gradient descent; count of runs outside, both "
+             "maps)", "always", f"{outF} of {sum(n_es.values())}", outF == 0, tolerance="0", items=["lemma6", "fig3"],
+             bearing="supports", value=outF, hi=0.5, origin="theory")
 ledger.above("lemma6-F-control", "Lemma 6 (proof)", "negative control: without the half-strip of width ||w_i(0)|| "
              "along x_i (the part of A_i that the initialisation adds), some end points fall outside (fraction, "
-             "larger of the two maps)", "-", max(wedge.values()), 0.0, fmt=".3f", items="lemma6", bearing="control")
+             "larger of the two maps)", "-", max(wedge.values()), 0.0, fmt=".3f", items="lemma6", bearing="control",
+             origin="prior")
 
 # %%
 M = maps["120"]

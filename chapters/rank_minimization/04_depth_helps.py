@@ -21,7 +21,8 @@
 # $k'$. For the square loss (Theorem 4) the bound tends to 1, i.e. stable rank
 # ({prf:ref}`def-stable-rank`) $\mathrm{srank}=\rho^{-2}$ tending to 1; for max-margin
 # classification (Theorem 5) it tends only to $1/\sqrt2$, i.e. stable rank about 2. The previous
-# pages ({doc}`01_two_points_two_neurons`, {doc}`02_where_gradient_flow_goes`) showed that a
+# pages ({doc}`01_two_points_two_neurons`, {doc}`02_constant_probability`,
+# {doc}`03_where_gradient_flow_goes`) showed that a
 # shallow network trained by gradient flow is no rank minimiser; this page turns to depth. It
 # checks the constructions behind the proofs exactly, then computes, at depths up to
 # {glue:text}`rank3-deep`, the two objects the theorems are about: interpolating networks of
@@ -46,9 +47,9 @@
 # :::{admonition} What this page shows
 # - The constructions of the proofs (Appendices D-E) are verified to rounding error.
 # - Square loss: the minimum-norm interpolants that gradient descent finds have hidden layers of
-#   stable rank 1, a norm equal to the construction's up to a few per cent, and a mean ratio
-#   above Theorem 4's bound at every depth; interpolants that do not minimise the norm violate
-#   the bound at depth 8 and more.
+#   stable rank 1, a norm within a few per cent of the construction's (just above it, so none is
+#   certified a global minimiser), and a mean ratio above Theorem 4's bound at every depth;
+#   interpolants that do not minimise the norm violate the bound at depth 8 and more.
 # - Exponential loss: gradient flow approaches a KKT point of the max-margin problem (the KKT
 #   residual falls and the normalised margin grows, Lemma 1); the directions it reaches have a
 #   smaller norm than Theorem 5's construction at every depth, so the bound provably holds for
@@ -95,7 +96,7 @@ from implicit_bias.chapter import start_chapter
 from implicit_bias.claims import Ledger
 
 P, dev = start_chapter(PROFILES, profile=profile, seed=seed, device=device)
-ledger = Ledger("rank_minimization/03_depth_helps")
+ledger = Ledger("rank_minimization/04_depth_helps")
 gen = torch.Generator().manual_seed(seed)
 D = torch.float64
 glue("rank3-deep", max(P["depths"]), display=False)
@@ -217,13 +218,14 @@ print(f"reference: depth 2, B = {B_c:.3f}; depths {list(P['construct_depths'])}"
 print(f"max |N' - N| {err:.1e}; max relative gap to the norm formulas {norm_gap:.1e}; tail ratios off by {tail:.1e}")
 ledger.below("constructions", "Thms 4-5 / Apps. D-E", "the depth-k' extensions compute the same outputs as the "
              "reference (max |N' - N| over both constructions and all depths)", "exact", err, 1e-12, fmt=".1e",
-             items=["thm4", "thm5"], bearing="control")
+             items=["thm4", "thm5"], bearing="control", origin="theory: exact up to float64 rounding")
 ledger.below("construction-norms", "Apps. D-E", "squared norms equal k'B^(2k/k') and 2(k'+1)(B^2/2)^(k/k') "
              "(max relative gap, balanced reference); tail ratios 1 and 1/sqrt2", "<= (equality when balanced)",
-             max(norm_gap, tail), 1e-12, fmt=".1e", items=["thm4", "thm5"], bearing="control")
+             max(norm_gap, tail), 1e-12, fmt=".1e", items=["thm4", "thm5"], bearing="control",
+             origin="theory: exact up to float64 rounding")
 ledger.holds("certificate", "Apps. D-E", "mean ratio >= AM-GM certificate >= the theorem's bound, on every "
              "constructed network", "AM-GM chain", "holds" if cert_ok else "violated", cert_ok,
-             items=["thm4", "thm5"], bearing="control")
+             items=["thm4", "thm5"], bearing="control", origin="theory")
 
 # %% [markdown]
 # ## Theorem 4 on minimum-norm interpolants
@@ -321,11 +323,14 @@ for k in depths:
 # %% [markdown]
 # {glue:text}`rank3-sq-dropped` of the {glue:text}`rank3-total` restarts do not end at a KKT
 # point on the constraint (an input mapped to 0 in some layer, or a descent that stalls) and are
-# left out. The norms of the minimum-norm interpolants sit at the construction's norm: the ratio
-# (trained over construction) lies in [{glue:text}`rank3-sq-nc-lo`, {glue:text}`rank3-sq-nc-hi`]
-# over all depths $k'>2$ and restarts, {glue:text}`rank3-sq-nc-below` of the
-# {glue:text}`rank3-sq-nc-n` networks are at or below it (for those the bound holds by the
-# argument above), and every hidden-to-hidden layer has stable rank at most
+# left out. The norms of the minimum-norm interpolants sit just above the construction's norm:
+# the ratio (trained over construction) lies in [{glue:text}`rank3-sq-nc-lo`,
+# {glue:text}`rank3-sq-nc-hi`] over all depths $k'>2$ and restarts, and
+# {glue:text}`rank3-sq-nc-below` of the {glue:text}`rank3-sq-nc-n` networks are at or below it.
+# A network above the construction's norm is not a global minimiser (the construction beats it),
+# so the argument above certifies none of those: for them Theorem 4 says nothing, and the bound
+# is only measured (claim `thm4-bound-minnorm`), not implied. Every hidden-to-hidden layer has
+# stable rank at most
 # {glue:text}`rank3-sq-hid`: gradient descent on the constraint finds the construction itself, a
 # shallow interpolant followed by rank-1 layers that carry a single channel, like the width-1
 # tail of the proof. The mean ratio is above Theorem 4's bound at
@@ -349,28 +354,34 @@ for key, val in {"sq-nc-lo": f"{float(mins.min()):.3f}", "sq-nc-hi": f"{float(mi
     glue(f"rank3-{key}", val, display=False)
 
 n_ok = min(int(sq[k]["ok"].sum()) for k in depths)
+steps_up = [b - a for a, b in zip(rise, rise[1:])]
 ledger.holds("thm4-kkt", "Problem 2", "minimum-norm descent: restarts that end on the constraint (residual < 1e-9) "
              "at a KKT point (KKT residual < 0.1), worst depth", "KKT point", f"{n_ok} of {E}", n_ok >= E - 2,
-             tolerance=f">= {E - 2}", items="thm4", bearing="control")
+             tolerance=f">= {E - 2}", items="thm4", bearing="control", value=n_ok, lo=E - 2.5,
+             origin="after-seeds: fixed after the pilot runs of this page")
 ledger.above("thm4-bound-minnorm", "Thm 4", "every minimum-norm interpolant at every depth k' > 2 has mean ratio "
              "above Theorem 4's bound (smallest mean ratio minus bound)", "holds for global minimisers", gap4, 0.0,
-             items="thm4", bearing="supports", proxy=True)
+             items="thm4", bearing="supports", proxy=True, origin="paper: the bound of Theorem 4")
 ledger.holds("thm4-bound-nearest", "Thm 4", "negative control: interpolants closest to the initialisation fall "
-             "below the bound at some depth (depths where every one of them does)", "(not about them)",
+             "below the bound at some depth (number of depths where every one of them does)", "(not about them)",
              ", ".join(map(str, near_fail)) if near_fail else "none", len(near_fail) >= 1, tolerance=">= 1 depth",
-             items="thm4", bearing="control")
-ledger.holds("thm4-norm-construction", "Thm 4 / App. D", "minimum-norm interpolants have the construction's "
-             "norm: range of trained / construction over depths k' > 2 and restarts", "||theta*|| <= ||theta'||",
+             items="thm4", bearing="control", value=len(near_fail), lo=0.5, origin="prior")
+ledger.holds("thm4-norm-construction", "Thm 4 / App. D", "how close the stand-in is to the theorem's object: the "
+             "minimum-norm interpolants have norms within 10% of the construction's (range of trained / construction "
+             "over depths k' > 2 and restarts). Those above 1 are not global minimisers, so the theorem's "
+             "certificate does not cover them", "||theta*|| <= ||theta'||",
              f"[{float(mins.min()):.4f}, {float(mins.max()):.4f}]", 0.9 <= float(mins.min()) and float(mins.max()) <= 1.1,
-             tolerance="within [0.9, 1.1]", items="thm4", bearing="supports", proxy=True)
+             tolerance="within [0.9, 1.1]", items="thm4", bearing="control", proxy=True,
+             value=float((mins - 1).abs().max()), hi=0.1, origin="after-seeds: fixed after the pilot runs of this page")
 ledger.below("thm4-rank1", "Sec. 4", "hidden-to-hidden layers of minimum-norm interpolants have stable rank 1 "
              f"at every depth k' > 2 (largest; closest-to-init interpolants: at least {near_hid_min:.1f})",
              "bias towards rank 1 with depth", hid_max, 1.05, fmt=".3f", items="sec4-l2", bearing="supports",
-             proxy=True)
+             proxy=True, origin="after-seeds: fixed after the pilot runs of this page")
 ledger.holds("thm4-ratio-rises", "Sec. 4", "the mean ratio of minimum-norm interpolants rises with depth "
-             "(mean over restarts, every step of the sweep)", "ratio -> 1 as k' grows",
-             " -> ".join(f"{v:.3f}" for v in rise), all(b > a for a, b in zip(rise, rise[1:])), tolerance="order",
-             items="sec4-l2", bearing="supports", proxy=True)
+             "(mean over restarts, every step of the sweep; value: the smallest rise)", "ratio -> 1 as k' grows",
+             " -> ".join(f"{v:.3f}" for v in rise), min(steps_up) > 0, tolerance="order", items="sec4-l2",
+             bearing="supports", proxy=True, value=min(steps_up), lo=0.0, origin="prior: the order only")
+
 
 # %%
 def depth_axis(ax, ticks: list[int], ylabel: str) -> None:
@@ -535,39 +546,45 @@ for key, val in {"notsep": n_not_sep, "total": E * len(depths), "eps0": f"{float
                  "lg-mid": f"{hid_deep:.2f}"}.items():
     glue(f"rank3-{key}", val, display=False)
 
+n_sep = min(int(s.sum()) for s in sep_all.values())
 ledger.holds("separating", "setup", f"at every depth at least {E - 1} of the {E} networks separate the training data",
-             "separation", f"{min(int(s.sum()) for s in sep_all.values())} of {E} (worst depth)",
-             min(int(s.sum()) for s in sep_all.values()) >= E - 1, tolerance=f">= {E - 1}", items="lemma1",
-             bearing="control")
+             "separation", f"{n_sep} of {E} (worst depth)", n_sep >= E - 1, tolerance=f">= {E - 1}", items="lemma1",
+             bearing="control", value=n_sep, lo=E - 1.5, origin="after-seeds: fixed after the pilot runs of this page")
 ledger.above("lemma1-margin-grows", "Lemma 1 (Lyu & Li)", "the normalised margin grows for every separating "
              f"network (smallest ratio end / step {steps_rec[0]})", "non-decreasing along GF", nm_growth, 1.0,
-             fmt=".3f", items="lemma1", bearing="supports")
+             fmt=".3f", items="lemma1", bearing="supports", origin="theory: non-decreasing along gradient flow")
 ledger.below("lemma1-kkt-falls", "Lemma 1", f"the KKT residual of Problem 6 falls: mean at the end over mean at "
              f"step {steps_rec[0]} (end mean {float(eps_end.mean()):.3f})", "-> 0 (KKT point in the limit)",
-             float(eps_end.mean() / eps_start.mean()), 0.5, fmt=".3f", items="lemma1", bearing="supports")
+             float(eps_end.mean() / eps_start.mean()), 0.5, fmt=".3f", items="lemma1", bearing="supports",
+             origin="after-seeds: fixed after the pilot runs of this page")
 ledger.above("thm5-below-construction", "Thm 5 / App. E", "every trained direction (margin 1, balanced) has a "
              "smaller norm than Theorem 5's construction from the best depth-2 network, at every depth k' > 2 "
              "(smallest ratio construction / trained)", "||theta*|| <= ||theta'||", float(ratio_k2.min()), 1.0,
-             fmt=".4f", items=["thm5", "sec5-gf"], bearing="supports", proxy=True)
+             fmt=".4f", items=["thm5", "sec5-gf"], bearing="supports", proxy=True,
+             origin="theory: the certificate of the proof")
 ledger.above("thm5-deeper-references", "Thm 5 / App. E", "the same against the construction from the best trained "
              "network of every smaller depth of the sweep (smallest ratio)", "||theta*|| <= ||theta'||",
-             float(ratio_best.min()), 1.0, fmt=".4f", items=["thm5", "sec5-gf"], bearing="supports", proxy=True)
+             float(ratio_best.min()), 1.0, fmt=".4f", items=["thm5", "sec5-gf"], bearing="supports", proxy=True,
+             origin="theory: the certificate of the proof")
+n_early = int((early < 1).sum())
 ledger.holds("thm5-test-early", "Thm 5", f"negative control: at step {steps_rec[0]} some networks fail the same "
              "test (count of networks above the construction's norm)", "(not about them)",
-             f"{int((early < 1).sum())} of {early.numel()}", int((early < 1).sum()) >= 1, tolerance=">= 1",
-             items="thm5", bearing="control")
+             f"{n_early} of {early.numel()}", n_early >= 1, tolerance=">= 1", items="thm5", bearing="control",
+             value=n_early, lo=0.5, origin="prior")
 ledger.between("thm5-srank-2", "Thm 5 (limit 1/sqrt2)", f"hidden-to-hidden layers at depth {depths[-1]} have "
                "stable rank near 2, not 1 (mean)", "harmonic mean of sqrt(srank) <= ~sqrt2", hid_deep, 1.5, 2.5,
-               fmt=".2f", items="sec5-gf", bearing="supports")
+               fmt=".2f", items="sec5-gf", bearing="supports", origin="after-seeds: fixed after the pilot runs of this page")
+falls_by = min([a - b for a, b in zip(falls, falls[1:])] + [b - a for a, b in zip(hid_rises, hid_rises[1:])])
 ledger.holds("depth-ratio-falls", "Sec. 5", "the mean ratio of the trained directions falls with depth at every "
-             "step of the sweep (towards 1/sqrt2 from above) and the hidden stable rank rises", "bias towards low "
-             "rank for deep networks", " -> ".join(f"{v:.3f}" for v in falls),
-             all(b < a for a, b in zip(falls, falls[1:])) and all(b > a for a, b in zip(hid_rises, hid_rises[1:])),
-             tolerance="order", items="sec5-gf", bearing="qualifies")
+             "step of the sweep (towards 1/sqrt2 from above) and the hidden stable rank rises (value: the smallest "
+             "step of either, in the right direction)", "bias towards low rank for deep networks",
+             " -> ".join(f"{v:.3f}" for v in falls), falls_by > 0, tolerance="order", items="sec5-gf",
+             bearing="qualifies", value=falls_by, lo=0.0, origin="prior: the order only")
 ledger.below("init-control", "setup", f"a Kaiming start at depth {kd} reaches the same mean ratio as the identity "
              "start (absolute difference of the means)", "-", abs(float(mg_kaiming["mean_r"][mg_kaiming["sep"]].mean())
                                                                - float(mg[kd]["mean_r"][sep_all[kd]].mean())), 0.02,
-             fmt=".3f", items="sec5-gf", bearing="control")
+             fmt=".3f", items="sec5-gf", bearing="control", origin="after-seeds: fixed after the pilot runs of this page")
+
 
 # %%
 fig, axes = plotting.subplots(2, height=3.0)
@@ -620,12 +637,13 @@ plt.close(fig)
 #
 # The constructions behind Theorems 4 and 5 are exact. The networks that gradient methods find
 # satisfy the theorems' conclusions at every depth up to {glue:text}`rank3-deep`: minimum-norm
-# interpolants of the square loss are the construction of Theorem 4 (hidden layers of rank 1, the
-# same norm), and the directions of gradient flow on the exponential loss have smaller norms than
-# the construction of Theorem 5, so its bound holds for them by the theorem's own argument. They are
-# local solutions (KKT points, approached but not reached in this budget), not the global
-# minimisers of the theorems; the comparison of norms is what makes the bound apply to them
-# anyway. "Low rank" for classification means "stable rank about 2 in the hidden layers", as the
+# interpolants of the square loss have the structure of the construction of Theorem 4 (hidden
+# layers of rank 1) and a norm just above its norm, so the theorem's argument does not cover them
+# and their bound is measured, not implied; the directions of gradient flow on the exponential loss
+# have smaller norms than the construction of Theorem 5, so its bound holds for them by the
+# theorem's own argument. Both are local solutions (KKT points, approached but not reached in this
+# budget), not the global minimisers of the theorems; for the exponential loss the comparison of
+# norms is what makes the bound apply to them anyway. "Low rank" for classification means "stable rank about 2 in the hidden layers", as the
 # remark after Theorem 5 says, and depth brings the networks closer to that value, not to 1.
 #
 # **How the tolerances are set.** The constructions are exact, so they are compared at
@@ -634,7 +652,8 @@ plt.close(fig)
 # below 0.1 (a loose convergence check, not a finding). "Stable rank 1" is tested as at most 1.05
 # and "near 2" as in $[1.5,2.5]$; the mean KKT residual of Problem 6 must fall by half between
 # step {glue:text}`rank3-step0` and the end; two starts agree when their mean ratios differ by at
-# most 0.02. These thresholds were fixed after the pilot runs that led to this version of the
+# most 0.02; the norms of the minimum-norm interpolants must lie within 10% of the construction's
+# (a check of the stand-in, not a finding). These thresholds were fixed after the pilot runs that led to this version of the
 # page and then checked on seeds 0-4 ({doc}`/book/robustness`); the trends in depth are tested
 # by their order only. The negative controls (`thm4-bound-nearest`, `thm5-test-early`) show that
 # the two bound tests can fail.

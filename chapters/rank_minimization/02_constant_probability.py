@@ -1,0 +1,615 @@
+# ---
+# jupyter:
+#   jupytext:
+#     formats: ipynb,py:percent
+#     text_representation:
+#       extension: .py
+#       format_name: percent
+#   kernelspec:
+#     display_name: Python 3 (implicit-bias book)
+#     language: python
+#     name: implicit-bias
+# ---
+
+# %% [markdown]
+# # With constant probability, far from rank 1
+#
+# Theorem 2 of {cite:t}`timor2023implicit` (previous page, {doc}`01_two_points_two_neurons`) says
+# that gradient flow never reaches a rank-1 zero-loss network of the two-neuron problem; Theorem 3
+# says more: with probability at least $2(\theta/2\pi)^2$ it converges to a network whose rows
+# have bounded norms and an angle bounded away from 0 and $\pi$, "not even approximately" rank 1.
+# This page tests Theorem 3 and the lemmas of its proof on thousands of runs simulated as one
+# batched computation, derives the stable rank that these runs reach as a closed form in the input
+# angle $\theta$, and tests the paper's remark that the theorem should hold without its hypothesis
+# $\mathbf v(0)=\mathbf 0$, by sweeping the ratio $\|\mathbf v_i(0)\|/\|\mathbf w_i(0)\|$.
+#
+# :::{admonition} What this page shows
+# - Lemmas 10-13 hold along every run that starts split (one neuron active on each input only)
+#   with $\mathbf v(0)=\mathbf 0$, and every such run ends in Theorem 3's event $E$, so the bound
+#   $\Pr[E]\ge2(\theta/2\pi)^2$ holds on every dataset tested. It is nearly tight at wide angles.
+# - Not in the paper: those runs reach stable rank $2/(1+|\cos\theta|)$ up to the initialisation
+#   scale (a closed form derived from Lemmas 7, 9 and 13), which tends to 1 as $\theta\to\pi$:
+#   "bounded away from 1" holds for each dataset, but not uniformly over datasets. Runs that end
+#   with a neuron active on both inputs, covered by no theorem, reach lower stable ranks.
+# - The remark after Theorem 3 (the bound "should hold also under weaker assumptions on the
+#   initialization"): with $\|\mathbf v_i(0)\|$ up to a hundredth of $\|\mathbf w_i(0)\|$ the runs
+#   do not reject the bound at any angle; with $\|\mathbf v_i(0)\|=\|\mathbf w_i(0)\|$, the paper's
+#   own experimental setup, it fails at input angles of $160^\circ$ and more, and with
+#   $\|\mathbf v_i(0)\|=3\|\mathbf w_i(0)\|$, still within Theorem 2's assumptions, on the paper's
+#   dataset and at every angle from $120^\circ$ ({doc}`/book/errata`). Split starts with
+#   $\mathbf w_i(0)^\top\mathbf x_j+\mathbf v_i(0)^\top\mathbf y_j<0$ die.
+#
+# **Take away:** Theorem 3 holds as stated, but "far from rank 1" degrades with the input angle,
+# and the hypothesis $\mathbf v(0)=\mathbf 0$ can be weakened only to $\|\mathbf v(0)\|$ small
+# against $\|\mathbf w(0)\|$, not to the paper's experimental setup. The next page,
+# {doc}`03_where_gradient_flow_goes`, maps which initialisations lead where.
+# :::
+
+# %% tags=["parameters"]
+profile = "ci"   # "ci": CPU, about half a minute; "full": more runs and smaller steps (GPU)
+seed = 0
+device = "auto"
+
+# %%
+PROFILES = {
+    # sweep: random datasets (n_data x n_init runs per initialisation kind); lr * steps = GF time
+    # thm3: fixed input angles (degrees; the paper's dataset is added) x ratios ||v_i(0)|| / ||w_i(0)||
+    #       x thm3_init runs, all in one batch
+    "ci": dict(sweep_data=150, sweep_init=20, sweep_lr=1e-2, sweep_steps=20_000,
+               thm3_angles=(100, 120, 140, 160, 175), thm3_ratios=(0.0, 0.01, 0.1, 0.3, 1.0, 3.0), thm3_init=3000,
+               thm3_lr=1e-2, thm3_steps=20_000, traj_runs=200, traj_every=100),
+    "full": dict(sweep_data=1000, sweep_init=50, sweep_lr=1e-3, sweep_steps=300_000,
+                 thm3_angles=(95, 100, 110, 120, 130, 140, 150, 160, 170, 175),
+                 thm3_ratios=(0.0, 0.003, 0.01, 0.03, 0.1, 0.3, 1.0, 3.0), thm3_init=20_000,
+                 thm3_lr=1e-3, thm3_steps=300_000, traj_runs=2000, traj_every=1000),
+}
+
+# %%
+import math
+
+import matplotlib.pyplot as plt
+import numpy as np
+import torch
+from myst_nb import glue
+
+from implicit_bias import plotting, spectra
+from implicit_bias.rank_minimization import two_neuron as tn
+from implicit_bias.chapter import start_chapter
+from implicit_bias.claims import Ledger
+
+P, dev = start_chapter(PROFILES, profile=profile, seed=seed, device=device)
+ledger = Ledger("rank_minimization/02_constant_probability")
+gen = torch.Generator().manual_seed(seed)
+D = torch.float64
+DEG = 180 / math.pi
+
+# %% [markdown]
+# ## The setting and the theorem
+#
+# As on the previous page: $N_{W,V}(\mathbf x)=V\sigma(W\mathbf x)$ with
+# $W,V\in\mathbb R^{2\times2}$, rows $\mathbf w_i^\top$ of $W$ and columns $\mathbf v_i$ of $V$
+# for hidden neuron $i$, the square loss $L=\frac12\sum_j\|N_{W,V}(\mathbf x_j)-\mathbf y_j\|^2$
+# on two samples, gradient flow (GF) simulated by gradient descent with small steps, and the
+# stable rank $\mathrm{srank}(W)=\|W\|_F^2/\|W\|_2^2$ ({prf:ref}`def-stable-rank`). Assumption 1:
+# the labels $\mathbf y_1,\mathbf y_2$ are linearly independent unit vectors; Assumption 2: the
+# inputs are unit vectors at an angle $\theta\in(\pi/2,\pi)$. A neuron is *dead* ($\mathcal D$)
+# if it is active on no input, in $\mathcal S$ if active on both, in $\mathcal S_j$ if active on
+# $\mathbf x_j$ only; a run is *split* when its neurons are one in $\mathcal S_1$ and one in
+# $\mathcal S_2$ (Definition 1 of the paper; the cones $\mathcal S_1,\mathcal S_2$ have angular
+# width $\theta$).
+#
+# ```{prf:theorem} Theorem 3
+# :label: rank-thm3
+# :nonumber:
+# Under Assumptions 1-2, let $\mathbf v_i(0)=\mathbf 0$ and let the $\mathbf w_i(0)$ be drawn
+# independently from a spherically symmetric distribution with
+# $\|\mathbf w_i(0)\|\le\frac{\sqrt3}{2}\min\{\sin\frac{\pi-\theta}4,\sin(\theta-\frac\pi2)\}$.
+# Let $E$ be the event that GF converges to zero loss with
+# (i) $\measuredangle(\mathbf w_1(\infty),\mathbf w_2(\infty))\in[\pi-\theta,\frac{\pi+\theta}2]$
+# and (ii) $\|\mathbf w_i(\infty)\|\in\big(\frac{\sqrt3}2,\sqrt{\frac14+\frac4{3\sin^2\theta}}\big)$.
+# Then $\Pr[E]\ge2\left(\frac{\theta}{2\pi}\right)^2$.
+# ```
+#
+# ```{prf:proof}
+# (Sketch of Section 6.2.) With probability $2(\theta/2\pi)^2$ the neurons start one in each
+# of $\operatorname{int}\mathcal S_1$ and $\operatorname{int}\mathcal S_2$ (two independent uniform
+# directions, each cone of width $\theta$); from there GF stays split, each per-sample loss
+# decreases, and the limit satisfies the intervals of Lemma 6 (Lemmas 10-13).
+# ```
+#
+# :::{prf:lemma} Lemma 13
+# :label: rank-lem13
+# :nonumber:
+# Under Assumptions 1-2, with $\mathbf v(0)=\mathbf 0$ and $\mathbf w_i(0)\in\operatorname{int}
+# \mathcal S_i$ for $i=1,2$, GF converges to zero loss with
+# $\mathbf w_i(\infty)\in\operatorname{int}\mathcal S_i$.
+# :::
+#
+# ## The stable rank of split runs, as a function of the angle
+#
+# Lemma 9's invariant makes the limit of split runs explicit. While neuron $i$ is in
+# $\mathcal S_i$ only $\mathbf x_i$ matters: $\mathbf w_i$ moves along $\mathbf x_i$ (Lemma 7)
+# and $\mathbf v_i$ along $\mathbf y_i$ (Lemmas 11-12).
+#
+# ```{prf:proposition} Limit of split runs (derived from Lemmas 7, 9 and 13)
+# :label: rank-prop-limit
+# :nonumber:
+# Under Assumptions 1-2, let $\mathbf v_i(0)=\mathbf 0$ and
+# $\mathbf w_i(0)\in\operatorname{int}\mathcal S_i$ for $i=1,2$ (or with the inputs swapped),
+# and let $p_i=\mathbf w_i(0)^\top\mathbf x_i$. Then GF converges to zero loss with
+# $$\begin{aligned}\mathbf w_i(\infty)&=\mathbf w_i(0)+(s_i-p_i)\mathbf x_i,\qquad
+# \mathbf v_i(\infty)=\mathbf y_i/s_i,\\ s_i^2&=\tfrac12\big(p_i^2+\sqrt{p_i^4+4}\big).\end{aligned}$$
+# As $\mathbf w(0)\to0$, $W(\infty)\to X^\top$, so $\mathrm{srank}(W(\infty))\to2/(1+|\cos\theta|)$,
+# which tends to 1 as $\theta\to\pi$.
+# ```
+#
+# ```{prf:proof}
+# Lemma 13 gives convergence to zero loss with $\mathbf w_i(\infty)\in\operatorname{int}\mathcal
+# S_i$. Since $\dot{\mathbf w}_i\parallel\mathbf x_i$, $\mathbf w_i(\infty)=\mathbf w_i(0)+c\,
+# \mathbf x_i$, and with $s_i=\mathbf w_i(\infty)^\top\mathbf x_i=p_i+c$ the component of
+# $\mathbf w_i$ orthogonal to $\mathbf x_i$ is unchanged, so $\|\mathbf w_i(\infty)\|^2=
+# \|\mathbf w_i(0)\|^2-p_i^2+s_i^2$. Zero loss on $\mathbf x_i$ needs $s_i\mathbf v_i=\mathbf y_i$,
+# so $\|\mathbf v_i(\infty)\|=1/s_i$, and Lemma 9 with $\mathbf v_i(0)=0$ gives
+# $\|\mathbf w_i(\infty)\|^2-\|\mathbf v_i(\infty)\|^2=\|\mathbf w_i(0)\|^2$, that is
+# $s_i^2-p_i^2=1/s_i^2$, whose positive root is the formula.
+# ```
+#
+# So for wide angles gradient flow *does* come close to rank 1 in the stable-rank sense,
+# without contradicting Theorem 2 (the rank is still exactly 2). We test this on
+# {glue:text}`rankp-sweep-n` random datasets: $\theta$ uniform in $(\pi/2+0.01,\pi-0.01)$,
+# label angle $\psi$ uniform in $(0.2,\pi-0.2)$, random rotations, each with
+# {glue:text}`rankp-sweep-init` initialisations of two kinds: Theorem 3's ($\mathbf v(0)=0$,
+# $\|\mathbf w_i(0)\|=10^{-4}$, which also meets Theorem 2's bounds) and the paper's (rows and
+# columns on the circle of radius $10^{-4}$).
+
+# %%
+nd, ni = P["sweep_data"], P["sweep_init"]
+th_d = math.pi / 2 + 0.01 + (math.pi / 2 - 0.02) * torch.rand(nd, generator=gen, dtype=D)
+psi_d = 0.2 + (math.pi - 0.4) * torch.rand(nd, generator=gen, dtype=D)
+Xd, Yd = tn.datasets_with_angles(th_d, psi_d, gen)
+Xs, Ys, th_s = Xd.repeat_interleave(ni, 0).to(dev), Yd.repeat_interleave(ni, 0).to(dev), th_d.repeat_interleave(ni)
+sweep = {}
+for kind, zero_v in (("thm3", True), ("paper", False)):
+    Wi, Vi = tn.paper_init(nd * ni, 1e-4, gen, zero_v=zero_v)
+    Wi, Vi = Wi.to(dev), Vi.to(dev)
+    sim = tn.simulate(Wi, Vi, Xs, Ys, lr=P["sweep_lr"], steps=P["sweep_steps"])
+    c0 = tn.region_codes(Wi, Xs).cpu()
+    c1 = tn.region_codes(sim.W, Xs).cpu()
+    sweep[kind] = dict(sim=sim, W0=Wi, V0=Vi, init_split=tn.is_split(c0), end_split=tn.is_split(c1) & sim.converged.cpu(),
+                       conv=sim.converged.cpu(), sr=tn.stable_rank_2x2(sim.W).cpu(),
+                       angle=tn.row_angle(sim.W).cpu())
+
+ideal_s = tn.ideal_stable_rank(th_s)
+A = sweep["thm3"]
+m_split = A["init_split"]
+Wcf, Vcf = tn.closed_form_limit(A["W0"], Xs, Ys)
+cf_err = float(torch.maximum((A["sim"].W - Wcf)[m_split.to(dev)].abs().amax(),
+                             (A["sim"].V - Vcf)[m_split.to(dev)].abs().amax()))
+split_conv = float(A["conv"][m_split].double().mean())
+sr_split_err = float((A["sr"] - ideal_s)[m_split].abs().max())
+print(f"Theorem-3 initialisation: {int(m_split.sum())} runs start split; converged: {split_conv:.3f}; "
+      f"max |limit - closed form| {cf_err:.1e}; max |srank - 2/(1+|cos theta|)| {sr_split_err:.1e}")
+
+# Lemma 6 on runs that end split (exact intervals, no tolerance: Lemma 7 holds exactly for GD too);
+# Theorem 2 on all converged runs
+lem6_used, lem6_low, lem6_norm, lem6_out, ratio_all = [], [], [], [], []
+lem6_viol = 0
+for kind, S in sweep.items():
+    r0 = S["W0"].cpu().norm(dim=-1)                                     # ||w_i(0)||, (runs, 2)
+    lo6, hi6 = tn.lemma6_angle_interval(th_s, r0.max(-1).values)
+    es, ang = S["end_split"], S["angle"]
+    lem6_used.append(float(((ang - th_s) / (hi6 - th_s))[es].max()))     # share of the lemma's slack used (< 1)
+    lem6_low.append(float((ang - lo6)[es].min()))                        # >= 0
+    nlo, nhi = tn.lemma6_norm_interval(th_s, r0)
+    nrm = S["sim"].W.cpu().norm(dim=-1)
+    lem6_norm.append(float(torch.minimum(nrm - nlo, nhi - nrm)[es].min()))
+    bad6 = (ang < lo6) | (ang >= hi6) | ((nrm <= nlo) | (nrm >= nhi)).any(-1)
+    lem6_viol += int(bad6[es].sum())
+    ends_S = S["conv"] & ~es
+    lem6_out.append(float(((ang < lo6) | (ang >= hi6))[ends_S].double().mean()))
+    svs = spectra.singular_values(S["sim"].W.cpu())
+    ratio_all.append(float((svs[:, 1] / svs[:, 0])[S["conv"]].min()))
+    S["below_cf"] = float(((S["sr"] - ideal_s)[ends_S] < -0.05).double().mean())
+    print(f"{kind:5s} init: converged {float(S['conv'].double().mean()):.3f}; runs ending split: largest share of "
+          f"Lemma 6's angle slack used {lem6_used[-1]:.3f}, margins to the lower angle end {lem6_low[-1]:.3f} and "
+          f"to the norm interval {lem6_norm[-1]:.3f}; converged runs ending with a neuron in S outside the angle "
+          f"interval: {lem6_out[-1]:.2f}, with srank more than 0.05 below 2/(1+|cos theta|): {S['below_cf']:.2f}; "
+          f"min s2/s1 {ratio_all[-1]:.1e}")
+
+thr = 1.05
+theta_star = math.pi - math.acos(2 / thr - 1)  # 2/(1+|cos theta|) = thr, cos theta < 0
+low = {kind: S["conv"] & (S["sr"] < thr) for kind, S in sweep.items()}
+wide = th_s > 160 / DEG
+narrow = th_s <= 135 / DEG
+frac_wide = {kind: float(low[kind][wide & S["conv"]].double().mean()) for kind, S in sweep.items()}
+min_narrow = {kind: float(S["sr"][narrow & S["conv"]].min()) for kind, S in sweep.items()}
+min_narrow_split = {kind: float(S["sr"][narrow & S["end_split"]].min()) for kind, S in sweep.items()}
+print(f"closed form: srank < {thr} iff theta > {theta_star * DEG:.1f} deg")
+for kind in sweep:
+    print(f"{kind:5s} init: P(srank < {thr} | converged, theta > 160 deg) = {frac_wide[kind]:.3f};"
+          f" min srank of converged runs with theta <= 135 deg: {min_narrow[kind]:.3f} (ending split:"
+          f" {min_narrow_split[kind]:.3f})")
+
+glue("rankp-sweep-n", nd, display=False)
+glue("rankp-sweep-init", ni, display=False)
+glue("rankp-theta-star", f"{theta_star * DEG:.1f}", display=False)
+glue("rankp-cf-err", f"{cf_err:.1e}", display=False)
+glue("rankp-min-narrow", f"{min(min_narrow.values()):.3f}", display=False)
+glue("rankp-below-cf", f"{min(S['below_cf'] for S in sweep.values()):.2f}", display=False)
+glue("rankp-lem6-used", f"{max(lem6_used):.2f}", display=False)
+glue("rankp-lem6-out", f"{min(lem6_out):.2f}", display=False)
+
+n_split = int(m_split.sum())
+split_fail = int((~A["conv"][m_split]).sum())
+ledger.holds("lemma13-split-converge", "Lemma 13", "every run that starts split with v(0)=0 converges (count that "
+             "do not)", "always", f"{split_fail} of {n_split}", split_fail == 0, tolerance="0", items="lemma13",
+             bearing="supports", value=split_fail, hi=0.5, origin="theory")
+ledger.below("closed-form", "Lemmas 7, 9, 13", "split runs end at the closed-form limit (max abs error; the "
+             "cruder limit W = X^T misses by the initialisation scale 1e-4)", "not stated", cf_err, 1e-5, fmt=".1e",
+             items=["lemma7", "lemma9", "lemma13"], bearing="supports", origin="prior: a tenth of the init scale")
+ledger.below("srank-theta", "Sec. 3", "split runs reach srank(W) = 2/(1+|cos theta|) up to O(init), which tends to 1 "
+             "as theta -> pi (max deviation)", "'large in general'", sr_split_err, 5e-3, fmt=".1e",
+             items="sec3-approx", bearing="qualifies", origin="prior")
+ledger.holds("lemma6-angle", "Lemma 6", "converged runs ending split: row angle inside Lemma 6's interval "
+             "[pi - theta, theta + 2 arcsin(2 r/sqrt3)) and row norms inside its norm interval, no tolerance (count "
+             "outside, both inits; largest share of the angle slack used in the measured column)", "always",
+             f"{lem6_viol} outside; slack used {max(lem6_used):.3f}", lem6_viol == 0, tolerance="0", items="lemma6",
+             bearing="supports", value=lem6_viol, hi=0.5, origin="theory")
+ledger.above("lemma6-control", "Lemma 6", "negative control: converged runs that end with a neuron in S (not "
+             "covered by the lemma) fall outside its angle interval (fraction, smaller of the two inits)", "-",
+             min(lem6_out), 0.0, fmt=".2f", items="lemma6", bearing="control", origin="prior")
+ledger.above("thm2-rank2-sweep", "Thm 2", "no converged run over random datasets has rank W = 1 (min s2/s1)",
+             "rank 2", min(ratio_all), 1e-4, fmt=".1e", items="thm2", bearing="supports",
+             origin="prior: a rank-1 W gives s2/s1 at rounding level")
+ledger.above("wide-angle-low-rank", "Sec. 3", f"for theta > 160 deg, P(srank < {thr} | converged) (both inits)",
+             "not even approximately low rank", min(frac_wide.values()), 0.95, items="sec3-approx", bearing="qualifies",
+             origin="after-seeds: 0.95 set after pilot runs of an earlier version, then checked on seeds 0-4")
+ledger.above("narrow-angle-not-low", "Lemma 6", "for theta <= 135 deg no converged run ending split has srank "
+             "below 1.05 (Lemma 6's floor there is about 1.12)", "bounded away from 1", min(min_narrow_split.values()),
+             thr, items=["lemma6", "sec3-approx"], bearing="supports", origin="prior: the cut-off of the reading guide")
+ledger.above("ends-in-S-lower", "Sec. 3", "converged runs ending with a neuron in S (covered by no theorem): "
+             "fraction with srank more than 0.05 below the split value 2/(1+|cos theta|) (smaller of the two inits)",
+             "not even approximately low rank", min(S["below_cf"] for S in sweep.values()), 0.1, fmt=".2f",
+             items="sec3-approx", bearing="qualifies",
+             origin="after-seeds: 0.1 set after pilot runs of an earlier version, then checked on seeds 0-4")
+
+# %% [markdown]
+# Runs that start split with $\mathbf v(0)=\mathbf 0$ converge to the closed-form limit
+# (largest error {glue:text}`rankp-cf-err`), and their stable rank is $2/(1+|\cos\theta|)$ up to
+# the initialisation scale, which falls below 1.05 when $\theta>\theta^*=$
+# {glue:text}`rankp-theta-star` degrees. So the paper's "bounded away from 1" holds for each
+# fixed dataset, but the bound degrades to 1 as $\theta\to\pi$. Every converged run that ends
+# split, whatever its start, lies inside both intervals of Lemma 6 (previous page) with
+# no tolerance (it uses at most {glue:text}`rankp-lem6-used` of the angle interval's slack
+# above $\theta$), while {glue:text}`rankp-lem6-out` or more of the converged runs that end with a
+# neuron in $\mathcal S$ fall outside it. Those runs are covered by no theorem, and they come
+# closer to rank 1 than the split value: at least {glue:text}`rankp-below-cf` of them end more
+# than 0.05 below $2/(1+|\cos\theta|)$, and the lowest converged run with $\theta\le135^\circ$
+# has stable rank {glue:text}`rankp-min-narrow`, where Lemma 6 keeps runs that end split above
+# 1.12.
+
+# %%
+fig, axes = plotting.subplots(2, height=3.0, sharey=True)
+tt = np.linspace(90, 180, 400)
+for ax, kind, title in ((axes[0], "thm3", r"Theorem 3 init ($v(0)=0$)"), (axes[1], "paper", "paper's init")):
+    S = sweep[kind]
+    start_split = S["conv"] & S["init_split"]
+    later_split = S["end_split"] & ~S["init_split"]
+    ends_S = S["conv"] & ~S["end_split"]
+    for j, (sel, label) in enumerate(((start_split, "starts and ends split"), (later_split, "ends split, other start"),
+                                      (ends_S, r"ends with a neuron in $\mathcal{S}$"))):
+        ax.scatter(th_s[sel] * DEG, S["sr"][sel], s=3 if j == 0 else 5, color=plotting.color((0, 2, 1)[j]), label=label)
+    ax.plot(tt, 2 / (1 + np.abs(np.cos(tt / DEG))), color="k", lw=1, label=r"$2/(1+|\cos\theta|)$")
+    ax.axhline(thr, color="k", ls=":", lw=1)
+    ax.set_xlabel(r"input angle $\theta$ (degrees)")
+    ax.set_title(title)
+axes[0].set_ylabel("stable rank of $W$ at the end")
+axes[0].legend(loc="upper right", markerscale=3, fontsize=7)
+glue("rankp-fig-theta", fig, display=False)
+plt.close(fig)
+
+# %% [markdown]
+# ```{glue:figure} rankp-fig-theta
+# :name: fig-rankp-theta
+# Stable rank of the first layer at convergence against the input angle, for random two-point
+# datasets, one dot per converged run; left: Theorem 3's initialisation ($\mathbf v(0)=\mathbf 0$),
+# right: the paper's (both layers on a circle of radius $10^{-4}$). Blue: runs that start and end
+# with one neuron in each of $\mathcal S_1,\mathcal S_2$ (each neuron active on one input only);
+# in the left panel these are the runs the closed form covers, and they lie on
+# $2/(1+|\cos\theta|)$ (black), which falls below 1.05 (dotted) for $\theta>\theta^*$. Green:
+# runs that end split after another start; Lemma 6 bounds their row angle, not their stable rank
+# exactly. Orange: runs that end with a neuron active on both inputs, covered by no theorem.
+# ```
+#
+# ## Along the trajectories (Lemmas 10-12)
+#
+# The proof of Theorem 3 follows runs that start split with $\mathbf v(0)=\mathbf 0$ step by step.
+#
+# :::{prf:lemma} Lemmas 10-12
+# :label: rank-lem10-12
+# :nonumber:
+# Let $\mathbf w_i(0)\in\operatorname{int}\mathcal S_i$ and $\mathbf v_i(0)=\mathbf 0$ for $i=1,2$,
+# and write $\boldsymbol\phi_i=N_{W,V}(\mathbf x_i)-\mathbf y_i$ and $L^i=\frac12\|\boldsymbol
+# \phi_i\|^2$, so that $L=L^1+L^2$. While both rows are inside their regions, each $L^i$ is
+# non-increasing and decreases at first (Lemma 10); $\mathbf v_i$ stays on
+# $\operatorname{span}\{\mathbf y_i\}$ with $\mathbf v_i^\top\boldsymbol\phi_i<0$ (Lemma 11); and
+# the set where $\mathbf w_i=\mathbf w_i(t')+c\,\mathbf x_i$ with $c\ge0$, $\mathbf v_i\in
+# \operatorname{span}\{\mathbf y_i\}$ and $\mathbf v_i^\top\boldsymbol\phi_i\le0$ is invariant,
+# so $\mathbf w_i^\top\mathbf x_i$ never decreases (Lemma 12).
+# :::
+#
+# We record {glue:text}`rankp-traj-n` runs of the sweep that start split with $\mathbf v(0)=0$
+# at every {glue:text}`rankp-traj-every`-th step and check the three statements at every record:
+# the largest increase of a per-sample loss, the largest component of $\mathbf v_i$ off
+# $\operatorname{span}\{\mathbf y_i\}$, and the smallest change of $\mathbf w_i^\top\mathbf x_i$.
+# As a negative control, the same checks on split starts of the paper's initialisation with
+# $\mathbf v_i(0)^\top\mathbf y_i<0$ for some neuron, which Lemmas 11-12 do not cover.
+
+# %%
+def trajectory_checks(W0_: torch.Tensor, V0_: torch.Tensor, X_: torch.Tensor, Y_: torch.Tensor) -> dict:
+    """Record runs and measure Lemmas 10-12 along them (neuron i serves the input it is active on)."""
+    tr = tn.simulate(W0_, V0_, X_, Y_, lr=P["sweep_lr"], steps=P["sweep_steps"], check_every=P["traj_every"],
+                     record=True)
+    TW, TV = tr.trace_W.cpu(), tr.trace_V.cpu()                       # (records, runs, 2, 2)
+    Xc_, Yc_ = X_.cpu(), Y_.cpu()
+    phi = TV @ torch.relu(TW @ Xc_) - Yc_                             # columns: phi_j
+    Lj = 0.5 * phi.pow(2).sum(-2)                                     # (records, runs, 2)
+    rise = float((Lj[1:] - Lj[:-1]).max())
+    xj, yj = tn.served_pairs(W0_.cpu(), Xc_, Yc_)                     # (runs, neuron, 2)
+    v = TV.transpose(-2, -1)                                           # (records, runs, neuron, 2)
+    cross = (v[..., 0] * yj[..., 1] - v[..., 1] * yj[..., 0]).abs()
+    off_span = float((cross[1:] / v[1:].norm(dim=-1).clamp(min=1e-300)).max())
+    p_ = (TW * xj).sum(-1)                                             # w_i . x_j over time
+    drop = float((p_[1:] - p_[:-1]).min())
+    return dict(rise=rise, off_span=off_span, drop=drop, runs=W0_.shape[0],
+                dropped_frac=float(((p_[1:] - p_[:-1]).min(0).values.min(-1).values < -1e-12).double().mean()))
+
+
+A = sweep["thm3"]
+idx_s = torch.nonzero(A["init_split"]).squeeze(-1)[: P["traj_runs"]]
+tc = trajectory_checks(A["W0"][idx_s.to(dev)], torch.zeros_like(A["W0"][idx_s.to(dev)]), Xs[idx_s.to(dev)],
+                       Ys[idx_s.to(dev)])
+B_ = sweep["paper"]
+_, yp = tn.served_pairs(B_["W0"].cpu(), Xs.cpu(), Ys.cpu())
+qp = (B_["V0"].cpu().transpose(1, 2) * yp).sum(-1)                    # v_i(0).y_j for the input neuron i serves
+idx_n = torch.nonzero(B_["init_split"] & (qp < 0).any(-1)).squeeze(-1)[: P["traj_runs"]]
+tn_ = trajectory_checks(B_["W0"][idx_n.to(dev)], B_["V0"][idx_n.to(dev)], Xs[idx_n.to(dev)], Ys[idx_n.to(dev)])
+print(f"v(0) = 0, {tc['runs']} split starts: largest rise of a per-sample loss {tc['rise']:.1e}; largest part of "
+      f"v_i off span(y_i) {tc['off_span']:.1e}; smallest change of w_i.x_i between records {tc['drop']:.1e}")
+print(f"control, paper's init with some v_i(0).y_i < 0, {tn_['runs']} split starts: w_i.x_i decreases at some "
+      f"record in {tn_['dropped_frac']:.2f} of the runs; part of v_i off span(y_i) up to {tn_['off_span']:.1e}")
+glue("rankp-traj-n", tc["runs"], display=False)
+glue("rankp-traj-every", P["traj_every"], display=False)
+glue("rankp-traj-drop", f"{tn_['dropped_frac']:.2f}", display=False)
+ledger.below("lemma10-per-sample", "Lemma 10", "v(0)=0, split starts: each per-sample loss L^i never rises "
+             "between records (largest rise)", "non-increasing", tc["rise"], 1e-12, fmt=".1e", items="lemma10",
+             bearing="supports", origin="theory: 0 up to float64 rounding")
+off_drop = max(tc["off_span"] / 1e-10, -tc["drop"] / 1e-12)
+ledger.holds("lemmas11-12", "Lemmas 11-12", "v(0)=0, split starts: v_i stays on span(y_i) and w_i.x_i never "
+             "decreases (largest part off the span over 1e-10 and largest decrease over 1e-12, the larger of the "
+             "two; must be < 1)", "invariant set G", f"{tc['off_span']:.0e}; {tc['drop']:.0e}", off_drop < 1,
+             tolerance="< 1e-10; > -1e-12", items=["lemma11", "lemma12"], bearing="supports", value=off_drop, hi=1.0,
+             origin="theory: 0 up to float64 rounding")
+ledger.above("lemma12-control", "Lemma 12", "negative control: paper's init, split starts with some "
+             "v_i(0).y_i < 0: fraction of runs in which w_i.x_i decreases", "(not covered)", tn_["dropped_frac"],
+             0.5, fmt=".2f", items="lemma12", bearing="control", origin="prior")
+
+# %% [markdown]
+# Along every recorded run the three statements hold to rounding error. Without $\mathbf v(0)=0$
+# they fail: in {glue:text}`rankp-traj-drop` of the paper-initialised split starts with some
+# $\mathbf v_i(0)^\top\mathbf y_i<0$, $\mathbf w_i^\top\mathbf x_i$ first decreases, which is how
+# such runs can reach $\mathcal D$ (last section).
+#
+# ## The probability bound, and the initialisation
+#
+# The paper adds after Theorem 3: "in Thm. 3 the weights in the second layer are initialized to
+# zero, while in Thm. 2 the assumption on the initialization is weaker. This difference is for
+# technical convenience, and we believe that Thm. 3 should hold also under weaker assumptions on
+# the initialization, as the next empirical result demonstrates". That experiment (Figure 1,
+# previous page) starts every column $\mathbf v_i(0)$ on the circle of radius $10^{-4}$, like the
+# rows $\mathbf w_i(0)$; on its dataset the bound holds narrowly ({doc}`01_two_points_two_neurons`,
+# claim `thm3-paper-data`). Here we vary the dataset and the ratio
+# $\rho=\|\mathbf v_i(0)\|/\|\mathbf w_i(0)\|$ at $\|\mathbf w_i(0)\|=10^{-4}$ (directions uniform,
+# so $\rho=0$ is Theorem 3's hypothesis and $\rho=1$ the paper's experiment): the paper's
+# dataset ($\theta\approx90.58^\circ$) and datasets with $\theta\in$ {glue:text}`rankp-thm3-angles`
+# degrees (random rotations, labels at a right angle), $\rho\in$ {glue:text}`rankp-thm3-ratios`,
+# {glue:text}`rankp-thm3-n` runs each, all in one batch of {glue:text}`rankp-thm3-total` runs.
+# Every $\|\mathbf w_i(0)\|=10^{-4}$ is within Theorem 3's bound at every angle used, and every
+# $\|\mathbf v_i(0)\|\le3\cdot10^{-4}$ within Theorem 2's ($\|\mathbf v_i(0)\|<\frac12$).
+
+# %%
+angles, ratios, n3 = list(P["thm3_angles"]), list(P["thm3_ratios"]), P["thm3_init"]
+X0, Y0 = tn.paper_dataset()
+theta0 = float(tn.angle_between(X0[:, 0], X0[:, 1]))
+names = ["paper's data"] + [f"{a} deg" for a in angles]
+G, K = len(names), len(ratios)
+th_g = torch.tensor([theta0] + [a / DEG for a in angles], dtype=D)
+th3 = th_g.repeat_interleave(K * n3)
+rho3 = torch.tensor(ratios, dtype=D).repeat_interleave(n3).repeat(G)
+X3, Y3 = tn.datasets_with_angles(th3, torch.full_like(th3, math.pi / 2), gen)
+X3[: K * n3], Y3[: K * n3] = X0, Y0                       # the paper's dataset itself, not rotated
+assert bool((tn.thm3_init_bound(th_g) >= 1e-4).all()) and bool((tn.thm2_init_bound(th_g) > 1e-4).all())
+assert 1e-4 * max(ratios) < 0.5                          # Theorem 2: each v_i(0) shorter than 1/2
+W3, V3 = tn.paper_init(len(th3), 1e-4, gen, v_radius=1e-4 * rho3)
+sim3 = tn.simulate(W3.to(dev), V3.to(dev), X3.to(dev), Y3.to(dev), lr=P["thm3_lr"], steps=P["thm3_steps"])
+conv3 = sim3.converged.cpu()
+E3 = tn.event_E(sim3.W.cpu(), conv3, th3).view(G, K, n3)
+split3 = tn.is_split(tn.region_codes(W3, X3)).view(G, K, n3)
+rule3 = tn.split_survives(W3, V3, X3, Y3).view(G, K, n3)
+bound = tn.thm3_probability_bound(th_g).numpy()
+kE = E3.sum(-1).numpy()
+ci3 = np.array([[tn.binomial_interval(int(kE[g_, r_]), n3, 0.99) for r_ in range(K)] for g_ in range(G)])
+p3 = kE / n3
+n_split = split3.sum(-1).numpy()
+split_out = (split3 & ~E3).sum(-1).numpy()                  # split starts that end outside E
+rule_dies = (split3 & ~rule3).sum(-1).numpy()               # split starts the linearised rule says die
+for g_ in range(G):
+    print(f"{names[g_]:>12s} (bound {bound[g_]:.3f}): " + "  ".join(
+        f"rho={r:g}: {p3[g_, r_]:.3f} [{ci3[g_, r_, 0]:.3f}, {ci3[g_, r_, 1]:.3f}]" for r_, r in enumerate(ratios)))
+print("split starts ending outside E, by ratio (all datasets): " + ", ".join(
+    f"rho={r:g}: {int(split_out[:, r_].sum())} of {int(n_split[:, r_].sum())}" for r_, r in enumerate(ratios)))
+
+r0, r1, r3 = ratios.index(0.0), ratios.index(1.0), ratios.index(3.0)
+small = [r_ for r_, r in enumerate(ratios) if 0 < r <= 0.01]
+wide = [g_ for g_ in range(1, G) if angles[g_ - 1] >= 160]
+not_100 = [0] + [g_ for g_ in range(1, G) if angles[g_ - 1] >= 120]      # the paper's dataset and >= 120 deg
+# v(0) = 0: every split start must end in E; with P(split start) = bound exactly (two independent
+# uniform directions), the count gives a one-sided 99% lower limit for P(E) / bound
+fails0, ns0 = int(split_out[:, r0].sum()), int(n_split[:, r0].sum())
+low_ratio = min(tn.binomial_interval(int(n_split[g_, r0] - split_out[g_, r0]), int(n_split[g_, r0]), 0.98,
+                                     "exact")[0] for g_ in range(G))
+# the linearised rule against the outcome, for split starts of the paper's initialisation
+s1 = split3[:, r1]
+agree_rule = float((rule3[:, r1] == conv3.view(G, K, n3)[:, r1])[s1].double().mean())
+gap_paper = min(bound[g_] - ci3[g_, r1, 1] for g_ in wide)
+gap_thm2 = min(bound[g_] - ci3[g_, r3, 1] for g_ in not_100)
+gap_small = min(ci3[g_, r_, 1] - bound[g_] for g_ in range(G) for r_ in small)
+for key, val in {"thm3-angles": "{" + ", ".join(map(str, angles)) + "}",
+                 "thm3-ratios": "{" + ", ".join(f"{r:g}" for r in ratios) + "}", "thm3-n": f"{n3:,}",
+                 "thm3-total": f"{G * K * n3:,}", "split-n": f"{ns0:,}", "split-fails": fails0,
+                 "low-ratio": f"{low_ratio:.3f}", "wide": " and ".join(str(angles[g_ - 1]) for g_ in wide),
+                 "p175-0": f"{p3[-1, r0]:.3f}", "b175": f"{bound[-1]:.3f}", "p175-1": f"{p3[-1, r1]:.3f}",
+                 "p0-3": f"{p3[0, r3]:.3f}", "b0": f"{bound[0]:.3f}",
+                 "low-angles": ", ".join(str(a) for a in angles if a < 120),
+                 "plow-3": ", ".join(f"{p3[g_, r3]:.3f} [{ci3[g_, r3, 0]:.3f}, {ci3[g_, r3, 1]:.3f}] against {bound[g_]:.3f}"
+                                     for g_ in range(1, G) if angles[g_ - 1] < 120),
+                 "dead-small": f"{split_out[:, small].sum() / max(n_split[:, small].sum(), 1):.4f}",
+                 "dead-1": f"{split_out[:, r1].sum() / n_split[:, r1].sum():.2f}",
+                 "dead-3": f"{split_out[:, r3].sum() / n_split[:, r3].sum():.2f}",
+                 "rule-agree": f"{agree_rule:.3f}"}.items():
+    glue(f"rankp-{key}", val, display=False)
+
+ledger.holds("thm3-bound", "Thm 3", "with v(0)=0, every run that starts split ends in the event E, at every angle "
+             "(count that do not); with P(split start) = 2(theta/2pi)^2 this gives P(E) >= the bound",
+             "P(E) >= 2(theta/2pi)^2", f"{fails0} of {ns0}; P(E) >= {low_ratio:.3f} x bound (99%)", fails0 == 0,
+             tolerance="0", items="thm3", bearing="supports", value=fails0, hi=0.5, origin="theory")
+ledger.above("thm3-paper-init", "Thm 3 remark", "with ||v_i(0)|| = ||w_i(0)|| (the paper's experiment), the 99% "
+             "Wilson upper limit of P(E) is below the bound at every angle >= 160 deg (smallest bound minus upper "
+             "limit)", "should hold under weaker init", gap_paper, 0.0, fmt=".3f", items="thm3-remark",
+             bearing="contradicts", origin="paper: the bound of Theorem 3",
+             vtol=0.01)
+ledger.above("thm3-thm2-init", "Thm 3 remark", "with ||v_i(0)|| = 3 ||w_i(0)|| (within Theorem 2's assumptions), "
+             "the 99% upper limit of P(E) is below the bound on the paper's dataset and at every angle >= 120 deg "
+             "(smallest bound minus upper limit)", "should hold under Thm 2's weaker init", gap_thm2, 0.0, fmt=".3f",
+             items="thm3-remark", bearing="contradicts", vtol=0.01,
+             origin="after-seeds: the bound is the paper's; 100 deg left out after seed 2, where the interval reached "
+             "the bound")
+ledger.above("thm3-small-ratio", "Thm 3 remark", "with 0 < ||v_i(0)|| <= 0.01 ||w_i(0)||, the bound is not rejected "
+             "at any angle (smallest 99% upper limit of P(E) minus bound)", "should hold under weaker init",
+             gap_small, 0.0, fmt=".3f", items="thm3-remark", bearing="qualifies",
+             origin="paper: the bound of Theorem 3", vtol=0.01)
+ledger.above("thm3-death-rule", "Thm 3 remark", "||v_i(0)|| = ||w_i(0)||, runs starting split: 'converges iff "
+             "w_i(0).x_j + v_i(0).y_j > 0 for both neurons' agrees with the outcome (fraction, all datasets)",
+             "(v(0) = 0 makes every split start converge)", agree_rule, 0.9, fmt=".3f", items="thm3-remark",
+             bearing="qualifies", origin="after-seeds: 0.9 set after pilot runs of an earlier version, then checked "
+             "on seeds 0-4")
+
+# %%
+fig, axes = plotting.subplots(2, height=3.0)
+xr = np.array([r if r > 0 else 0.003 for r in ratios])
+ax = axes[0]
+for g_ in range(G):
+    y = p3[g_] - bound[g_]
+    ax.errorbar(xr * (1 + 0.04 * (g_ - G / 2)), y, yerr=[p3[g_] - ci3[g_, :, 0], ci3[g_, :, 1] - p3[g_]], fmt="o-",
+                ms=3, lw=1, capsize=2, color=plotting.color(g_), label=names[g_])
+ax.axhline(0, color="k", lw=1)
+ax.set_xscale("log")
+ax.set_xticks(xr, ["0"] + [f"{r:g}" for r in ratios[1:]] if ratios[0] == 0 else [f"{r:g}" for r in ratios])
+ax.minorticks_off()
+ax.set_xlabel(r"$\|v_i(0)\|\,/\,\|w_i(0)\|$")
+ax.set_ylabel(r"frequency of $E$ minus the bound $2(\theta/2\pi)^2$")
+ax.legend(fontsize=7, loc="lower left")
+ax = axes[1]
+for g_ in range(G):
+    ax.plot(xr, split_out[g_] / n_split[g_], "o-", ms=3, lw=1, color=plotting.color(g_))
+    ax.plot(xr, rule_dies[g_] / n_split[g_], ":", lw=1, color=plotting.color(g_))
+ax.plot([], [], "k:", lw=1, label=r"rule: $w_i(0)^\top x_j+v_i(0)^\top y_j<0$")
+ax.plot([], [], "ko-", ms=3, lw=1, label="measured")
+ax.set_xscale("log")
+ax.set_xticks(xr, ["0"] + [f"{r:g}" for r in ratios[1:]] if ratios[0] == 0 else [f"{r:g}" for r in ratios])
+ax.minorticks_off()
+ax.set_xlabel(r"$\|v_i(0)\|\,/\,\|w_i(0)\|$")
+ax.set_ylabel("split starts that end outside $E$")
+ax.legend(fontsize=7, loc="upper left")
+glue("rankp-fig-thm3", fig, display=False)
+plt.close(fig)
+
+# %% [markdown]
+# ```{glue:figure} rankp-fig-thm3
+# :name: fig-rankp-thm3
+# Left: frequency of Theorem 3's event $E$ (zero loss with rows of bounded norms at an angle
+# bounded away from 0 and $\pi$) minus the theorem's bound, with 99% Wilson intervals, against the
+# ratio of the initial norms of the two layers ($\rho=0$ is Theorem 3's hypothesis, drawn at the
+# left end; $\rho=1$ is the paper's experiment), for the paper's dataset and five input angles.
+# Below the black line the bound fails. Right: the fraction of runs starting split (one neuron in
+# each of $\mathcal S_1,\mathcal S_2$) that end outside $E$ (solid), and the fraction that the
+# linearised rule predicts to die (dotted).
+# ```
+#
+# With $\mathbf v(0)=\mathbf 0$, {glue:text}`rankp-split-fails` of the
+# {glue:text}`rankp-split-n` runs that start split end outside $E$ (claim `thm3-bound`). Since a
+# start is split with probability exactly $2(\theta/2\pi)^2$, this is the theorem's bound, with
+# $\Pr[E]\ge$ {glue:text}`rankp-low-ratio` times the bound at 99% confidence on every dataset; the
+# bound is nearly tight at wide angles ({glue:text}`rankp-p175-0` against
+# {glue:text}`rankp-b175` at $175^\circ$), where almost no other start ends in $E$.
+#
+# The hypothesis cannot be dropped. With $\rho\le0.01$ the bound is not rejected at any angle
+# (claim `thm3-small-ratio`; {glue:text}`rankp-dead-small` of the split starts end outside $E$).
+# With $\rho=1$, the paper's experiment, the bound fails at {glue:text}`rankp-wide` degrees
+# ({glue:text}`rankp-p175-1` against {glue:text}`rankp-b175` at $175^\circ$; claim
+# `thm3-paper-init`), and with $\rho=3$, which still meets Theorem 2's assumptions, on the paper's
+# dataset ({glue:text}`rankp-p0-3` against {glue:text}`rankp-b0`) and at every angle from
+# $120^\circ$ (claim `thm3-thm2-init`); at {glue:text}`rankp-low-angles` degrees the estimate is
+# below the bound too ({glue:text}`rankp-plow-3`), but on some seeds its interval reaches the bound
+# ({doc}`/book/robustness`), so the claim leaves that angle out. The mechanism is visible in the gradients of Lemma 7: for neuron $i$
+# active on $\mathbf x_j$ only, with $p_i=\mathbf w_i^\top\mathbf x_j$,
+# $q_i=\mathbf v_i^\top\mathbf y_j$ and $\boldsymbol\phi_j\approx-\mathbf y_j$ while the network is
+# small, $\dot p_i\approx q_i$ and $\dot q_i\approx p_i$, so $p_i+q_i$ grows like $e^t$ and
+# $p_i-q_i$ decays like $e^{-t}$. If $p_i(0)+q_i(0)<0$, $\mathbf w_i^\top\mathbf x_j$ reaches 0
+# and the neuron leaves $\mathcal S_j$, usually into $\mathcal D$. The rule "a split start
+# converges exactly when $p_i(0)+q_i(0)>0$ for both neurons" agrees with
+# {glue:text}`rankp-rule-agree` of the outcomes at $\rho=1$ (claim `thm3-death-rule`), and the
+# fraction of split starts it predicts to die follows the measured one at every ratio (right
+# panel): about proportional to $\rho$ for small $\rho$, {glue:text}`rankp-dead-1` at $\rho=1$ and
+# {glue:text}`rankp-dead-3` at $\rho=3$. The deaths happen at every angle; what changes with the
+# angle is the margin by which the bound is beaten with $\mathbf v(0)=\mathbf 0$. At the paper's
+# angle, starts with a neuron in $\mathcal S$ (a cone of width $\pi-\theta\approx\pi/2$) often end
+# in $E$ and make up for the dead split starts; at wide angles $\mathcal S$ is thin, the bound is
+# nearly tight, and a few per cent of dead split starts break it. None of this rescues rank
+# minimisation: the event fails because runs die, not because they become low-rank.
+#
+# ## Conclusion
+#
+# Theorem 3 and the lemmas of its proof hold on every run they cover: split starts with
+# $\mathbf v(0)=\mathbf 0$ stay split with non-increasing per-sample losses (Lemmas 10-12),
+# converge (Lemma 13), to the closed-form limit, inside Lemma 6's intervals and inside the event
+# $E$, so the probability bound holds. Three things the paper does not say: the stable rank of
+# these runs is $2/(1+|\cos\theta|)$, so the distance from rank 1 vanishes as $\theta\to\pi$; runs
+# with a neuron active on both inputs are covered by no theorem and reach lower stable ranks; and
+# the hypothesis $\mathbf v(0)=\mathbf 0$ can be weakened to $\|\mathbf v(0)\|$ small against
+# $\|\mathbf w(0)\|$, but not to the paper's experimental initialisation at wide angles, nor to
+# Theorem 2's assumptions. The verdicts are collected in {doc}`/book/errata`; how they fare on
+# other seeds is on {doc}`/book/robustness`.
+#
+# **How the tolerances were set.** Statements that hold "always" in the theory (Lemmas 6, 13,
+# Theorem 3 for split starts) are counted, and a single exception fails the claim; Lemmas 10-12
+# are tested with no tolerance beyond rounding ($10^{-12}$, $10^{-10}$). The closed form is
+# compared at $10^{-5}$, below the initialisation scale $10^{-4}$ that a cruder limit would miss
+# by, and the stable rank of split runs at $5\cdot10^{-3}$. "Rank 2" means $s_2/s_1$ above
+# $10^{-4}$ over random datasets; "bounded away from 1" is made concrete as "stable rank above
+# 1.05", the cut-off our reading guide used, and $\theta^*$ is defined by the same number. The
+# comparisons with Theorem 3's bound use 99% Wilson intervals on {glue:text}`rankp-thm3-n` runs
+# per dataset and ratio; on another CPU a few chaotic runs may change their outcome, so those claims
+# allow their values to move by 0.01 (thirty runs) across machines. The claim for
+# $\|\mathbf v_i(0)\|=3\|\mathbf w_i(0)\|$ first covered every angle; on seed 2 the interval at
+# $100^\circ$ reached the bound, so that angle was left out of the claim (and the sample raised
+# from 2,000 to 3,000 runs per cell) after seeing seeds. Three thresholds were set after
+# pilot runs of an earlier version of this page and then checked on seeds 0-4
+# ({doc}`/book/robustness`): at least 95% of converged wide-angle runs below 1.05, at least 10% of
+# the runs that end with a neuron in $\mathcal S$ more than 0.05 below the split value (0 if they
+# followed it), and at least 90% agreement for the rule that predicts which split starts die.
+#
+# ## Claims
+
+# %% tags=["nbval-check-output"]
+ledger.report()
