@@ -168,6 +168,30 @@ def import_problems(required: Iterable[tuple[str, str]] = REQUIRED) -> list[str]
     return list(dict.fromkeys(problems))
 
 
+def chapter_imports(chapters: Iterable[Path]) -> list[tuple[str, str]]:
+    """``(module, "chapter <name>")`` for every module the chapters import (read from their
+    sources, not run), so that a missing package is named before any kernel starts."""
+    import ast
+
+    from implicit_bias.book.sources import relative
+
+    found: dict[str, str] = {}
+    for py in chapters:
+        text = "\n".join(ln for ln in Path(py).read_text().splitlines()
+                         if not ln.lstrip().startswith(("%", "!")))  # IPython magics
+        try:
+            tree = ast.parse(text)
+        except SyntaxError:
+            continue
+        for node in ast.walk(tree):
+            names = ([a.name for a in node.names] if isinstance(node, ast.Import) else
+                     [node.module] if isinstance(node, ast.ImportFrom) and node.module and not node.level
+                     else [])
+            for name in names:
+                found.setdefault(name, f"chapter {relative(Path(py))}")
+    return sorted(found.items())
+
+
 def missing_message(problems: Sequence[str]) -> str:
     return ("error: the GPU check cannot start; this Python lacks what it needs:\n"
             + "".join(f"  - {p}\n" for p in problems)
@@ -1016,8 +1040,17 @@ def main(argv: Sequence[str] | None = None) -> int:
         build = f"built with CUDA {torch.version.cuda}" if torch.version.cuda else "a CPU-only build"
         print(NO_GPU.format(torch=torch.__version__, build=build), file=sys.stderr)
         return EXIT_CANNOT_START
-    from implicit_bias.book.sources import ROOT
+    from implicit_bias.book.sources import ROOT, resolve_chapters
 
+    try:
+        chapters = [*resolve_chapters(args.chapters or []), *resolve_chapters(args.full_chapters)]
+    except SystemExit as err:  # a name that matches no chapter: the message lists them
+        print(f"error: {err}", file=sys.stderr)
+        return EXIT_CANNOT_START
+    problems = import_problems(chapter_imports(chapters))
+    if problems:
+        print(missing_message(problems), file=sys.stderr)
+        return EXIT_CANNOT_START
     out = Path(args.out).resolve()
     scratch = ROOT / "_build" / "gpu-check"
     scratch.mkdir(parents=True, exist_ok=True)
