@@ -152,7 +152,8 @@ def test_dry_run_executes_compares_benchmarks_and_times(dry_run, demo: Path) -> 
     # two timing runs of the full profile, and an extrapolation from them
     full = summary["full"][0]
     assert [r["fraction"] for r in full["runs"]] == [0.01, 0.1] and all(r["ok"] for r in full["runs"])
-    assert full["steps_full"] == 3000 and full["extrapolated_s"] is not None
+    assert full["steps_full"] == 3000 and full["extrapolated_s"] is not None and not full["partial"]
+    assert all(len(r["cells"]) >= 4 for r in full["runs"])     # the probe timed every cell
     timing = nbformat.read(demo / "_build" / "gpu-check" / "full" / "f0.1" / "chapters" / "demo" / "01_gpu.ipynb",
                            as_version=4)
     assert "TIMING RUN: steps x0.1" in json.dumps([c.get("outputs", []) for c in timing.cells])
@@ -206,10 +207,24 @@ def test_exit_codes() -> None:
     assert gc.exit_code({**done, "chapters": [{"ok": True, "ledger": "same"}]}) == gc.EXIT_OK
     assert gc.exit_code({**done, "chapters": [{"ok": False}]}) == gc.EXIT_FAILED
     assert gc.exit_code({**done, "chapters": [{"ok": True, "ledger": "differs"}]}) == gc.EXIT_FAILED
-    assert gc.exit_code({**done, "full": [{"runs": [{"ok": False}]}]}) == gc.EXIT_FAILED
+    assert gc.exit_code({**done, "full": [{"runs": [{"ok": False}]}]}) == gc.EXIT_OK   # a timing run
     stopped = {**done, "ci_step": {"status": "stopped: budget spent"}}
     assert gc.exit_code({**stopped, "chapters": [{"ok": None}]}) == gc.EXIT_INCOMPLETE
     assert gc.exit_code({**done, "bench": {"status": "not requested"}}) == gc.EXIT_OK
+
+
+def test_extrapolation_cell_by_cell() -> None:
+    lo = {"fraction": 0.01, "ok": True, "seconds": 10.0, "cells": [[1, 1.0, True], [2, 2.0, True], [3, 1.0, True]]}
+    hi = {"fraction": 0.02, "ok": True, "seconds": 13.0, "cells": [[1, 1.0, True], [2, 4.0, True], [3, 2.0, True]]}
+    est = gc.extrapolate_cells([hi, lo])
+    # overhead 6 s; cell 1 flat; cell 2: 2 + 200 * 0.99; cell 3: 1 + 100 * 0.99
+    assert est["seconds"] == pytest.approx(6 + 1 + (2 + 200 * 0.99) + (1 + 100 * 0.99))
+    assert est["steps_s"] == pytest.approx(300) and est["slowest_cell"] == 2 and not est["partial"]
+    # a run that stopped in cell 3: cells 1-2 are timed, the estimate says it is partial
+    stopped = {**hi, "ok": False, "cells": [[1, 1.0, True], [2, 4.0, True], [3, 0.1, False]]}
+    est = gc.extrapolate_cells([lo, stopped])
+    assert est["partial"] and est["untimed_from_cell"] == 3 and est["cells_timed"] == 2
+    assert gc.extrapolate_cells([lo]) is None
 
 
 def test_extrapolation_and_benchmark_rows() -> None:
