@@ -1,28 +1,29 @@
 """The GPU check: one command that proves the book runs on CUDA, and measures it.
 
-    make gpu-check [GPU_CHECK_ARGS="--out DIR --jobs 8"]               # with the book's .venv
+    make gpu-check [GPU_CHECK_ARGS="--jobs 12"] [GPU_CHECK_OUT=DIR]    # with the book's .venv
     PYTHONPATH=/tmp/site:lib python3 benchmarks/gpu_check.py --out DIR  # any Python with torch
     python benchmarks/gpu_check.py --dry-run --out DIR                  # no GPU: the plumbing only
 
 Three steps, each with its own time budget (seconds of wall-clock time; the defaults fit one
-H100 in under 10 minutes: ``--budget`` 570 in all, of which ``ci`` 300, ``bench`` 100, ``full``
-120, plus ~15 s of preflight and a reserve for the summary). A step that runs past its budget is
+H100 in 8 minutes, leaving room in a 10-minute command for installing the wheels: ``--budget``
+480 in all, of which ``ci`` 250, ``bench`` 90, ``full`` 110, plus ~15 s of preflight and a
+reserve of 10 s for the summary). A step that runs past its budget is
 stopped (its processes and their kernels are ended) and what it finished is kept; a step whose
 turn comes when the total budget is spent is skipped. The summary records both.
 
 1. ``ci``: every chapter in profile ``ci`` with ``device=cuda`` (``-p device cuda``) through the
    book's execute machinery (:func:`implicit_bias.book.execute.execute_many`), ``--jobs`` at a
-   time, into ``_build/gpu-check/ci/``. Per chapter: success, wall time, whether its ledger equals
+   time (default min(12, CPUs); one CPU thread each), longest first, into ``_build/gpu-check/ci/``. Per chapter: success, wall time, whether its ledger equals
    the committed (CPU) one by the test suite's machine-independent comparison
    (:func:`implicit_bias.claims.compare`: ids, bearings, items, verdicts exactly, values within
    ``vtol``), and whether it used the GPU: a probe in every kernel records the peak CUDA memory
    after each cell. Chapters whose ``device`` parameter says they run on the CPU (tiny float64
    models, by design) are counted as such.
-2. ``bench``: ``benchmarks/ensemble_vs_loop.py`` on the GPU (cases tiny and compute, E = 64 and
-   512, paths loop, vmap, stacked) with the GPU's float32 matmul peak measured in the same
-   process; times are wall-clock between ``torch.cuda.synchronize()`` calls, after a warm-up. The
-   loop is not run at E = 512 in the tiny case (it would take minutes); its time there is the
-   E = 64 loop's times 8 (a loop's time is linear in E), and the table says so.
+2. ``bench``: ``benchmarks/ensemble_vs_loop.py`` on the GPU (cases tiny, 100 steps, and
+   compute; E = 64 and 512; paths loop, vmap, stacked) with the GPU's float32 matmul peak
+   measured in the same process; times are wall-clock between ``torch.cuda.synchronize()`` calls,
+   after a warm-up, best of 2. The loop is not run at E = 512 in the tiny case (minutes); its time
+   there is the E = 64 loop's times 8 (a loop's time is linear in E), and the table says so.
 3. ``full``: one or two chapters (``--full-chapters``) in profile ``full`` with every step count
    scaled by ``--fractions`` (``IMPLICIT_BIAS_STEP_FRACTION``, read by
    :func:`implicit_bias.chapter.start_chapter`); from the wall times t1, t2 at fractions f1 < f2
@@ -83,8 +84,8 @@ HERE = Path(__file__).resolve().parent
 LIB = HERE.parent / "lib"
 
 STEPS = ("ci", "bench", "full")
-STEP_BUDGETS = {"ci": 300.0, "bench": 100.0, "full": 120.0}
-TOTAL_BUDGET = 570.0      # seconds: the whole check, preflight included (an H100 lends 10 min)
+STEP_BUDGETS = {"ci": 250.0, "bench": 90.0, "full": 110.0}
+TOTAL_BUDGET = 480.0      # seconds: the whole check, preflight included (a lent H100: 10 min a command)
 RESERVE = 10.0            # kept for the summary
 MIN_STEP = 15.0           # a step that would get less than this is skipped
 FULL_CHAPTERS = ("bottleneck/02_depth_sweep", "rank_minimization/02_where_gradient_flow_goes")
@@ -298,6 +299,8 @@ def prepare_environment(scratch: Path) -> dict[str, str]:
     paths = [str(Path(p).resolve()) for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p]
     env["PYTHONPATH"] = os.pathsep.join(dict.fromkeys([*paths, lib]))
     env["CUBLAS_WORKSPACE_CONFIG"] = os.environ.get("CUBLAS_WORKSPACE_CONFIG", ":4096:8")
+    for var in ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS"):  # one thread per kernel,
+        env[var] = os.environ.get(var, "1")  # as the chapters' torch: --jobs kernels share the CPUs
     env.pop("IMPLICIT_BIAS_STEP_FRACTION", None)
     return env
 
@@ -626,14 +629,16 @@ def _keep_logs(py: Path, log_dir: Path, dest: Path) -> None:
 
 
 def bench_plan(dry_run: bool, device: str) -> list[list[str]]:
-    """The benchmark runs (arguments of ``ensemble_vs_loop.py``): on a GPU, E = 64 with every path,
-    then E = 512 (compute: every path; tiny: no loop, see the module docstring)."""
+    """The benchmark runs (arguments of ``ensemble_vs_loop.py``), best of 2 timed runs each. On a
+    GPU: compute at E = 64 and 512 with every path; tiny (100 steps instead of 300: the loop costs
+    ~1 ms a step per network on a GPU) at E = 64 with every path and at E = 512 without the loop
+    (see the module docstring)."""
     if dry_run:
         return [["--device", device, "--members", "3", "--steps", "2", "--repeats", "1", "--no-check"]]
-    return [["--device", device, "--members", "64", "--repeats", "3"],
-            ["--device", device, "--case", "compute", "--members", "512", "--repeats", "3"],
-            ["--device", device, "--case", "tiny", "--members", "512", "--paths", "vmap", "stacked",
-             "--repeats", "3"]]
+    return [["--device", device, "--case", "tiny", "--members", "64", "--steps", "100", "--repeats", "2"],
+            ["--device", device, "--case", "compute", "--members", "64", "512", "--repeats", "2"],
+            ["--device", device, "--case", "tiny", "--members", "512", "--steps", "100", "--paths", "vmap",
+             "stacked", "--repeats", "2"]]
 
 
 def step_bench(args: argparse.Namespace, budget: Budget, env: Mapping[str, str],
@@ -964,19 +969,24 @@ def render_time_table(summary: Mapping[str, Any], root: Path | None = None) -> s
     m = summary["machine"]
     full = {row["chapter"]: row for row in summary.get("full", [])}
     parts: dict[str, dict[str, Any]] = {}
-    for c in summary.get("chapters", []):
+    chapters = list(summary.get("chapters", []))
+    ci_names = {c["chapter"] for c in chapters}
+    chapters += [{"chapter": name, "ok": None} for name in full if name not in ci_names]
+    for c in chapters:
         part = c["chapter"].split("/")[1] if c["chapter"].startswith("chapters/") else c["chapter"]
         p = parts.setdefault(part, {"n": 0, "ci": 0.0, "ci_missing": 0, "measured": 0.0, "bound": 0.0,
                                     "n_measured": 0, "n_bound": 0, "unknown": 0})
         p["n"] += 1
         if c.get("ok") and c.get("seconds") is not None:
             p["ci"] += c["seconds"]
-        else:
+            p["n_ci"] = p.get("n_ci", 0) + 1
+        elif c["chapter"] in ci_names:
             p["ci_missing"] += 1
         row = full.get(c["chapter"])
         if row and row.get("extrapolated_s") is not None:
             p["measured"] += row["extrapolated_s"]
             p["n_measured"] += 1
+            p["n_partial"] = p.get("n_partial", 0) + bool(row.get("partial"))
         elif c.get("ok") and c.get("seconds") is not None and (root / c["chapter"]).exists():
             scale, _ = scale_up(profile_settings(root / c["chapter"]))
             p["bound"] += c["seconds"] * scale
@@ -993,8 +1003,10 @@ def render_time_table(summary: Mapping[str, Any], root: Path | None = None) -> s
              "| part | chapters | ci on the GPU | full: extrapolated (measured) | full: lower bound (others) |",
              "|---|---|---|---|---|"]
     for part, p in parts.items():
-        ci = _duration(p["ci"]) + (f" ({p['ci_missing']} not run)" if p["ci_missing"] else "")
-        meas = f"{_duration(p['measured'])} ({p['n_measured']} measured)" if p["n_measured"] else "-"
+        ci = (_duration(p["ci"]) if p.get("n_ci") else "-") + (f" ({p['ci_missing']} failed or not run)"
+                                                              if p["ci_missing"] else "")
+        partial = f", {p['n_partial']} of them partial" if p.get("n_partial") else ""
+        meas = f"{_duration(p['measured'])} ({p['n_measured']} measured{partial})" if p["n_measured"] else "-"
         bound = f">= {_duration(p['bound'])} ({p['n_bound']} chapters)" if p["n_bound"] else "-"
         if p["unknown"]:
             bound += f", {p['unknown']} unknown"
@@ -1018,7 +1030,7 @@ def write_summary(summary: dict[str, Any], out: Path) -> None:
     out.mkdir(parents=True, exist_ok=True)
     (out / SUMMARY_JSON).write_text(json.dumps(summary, indent=1, default=str) + "\n")
     (out / SUMMARY_MD).write_text(render_markdown(summary))
-    if summary.get("chapters"):
+    if summary.get("chapters") or summary.get("full"):
         (out / TABLE_MD).write_text(render_time_table(summary))
 
 
@@ -1055,7 +1067,7 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     ap.add_argument("--out", default="_build/gpu-check/out", help="folder of the summary (default %(default)s)")
     ap.add_argument("--dry-run", action="store_true", help="device=cpu: check the plumbing without a GPU")
     ap.add_argument("--jobs", type=int, default=None,
-                    help="chapters at a time (default: min(8, CPUs) on a GPU, 1 in a dry run)")
+                    help="chapters at a time (default: min(12, CPUs) on a GPU, 1 in a dry run)")
     ap.add_argument("--chapters", nargs="*", default=None,
                     help="chapters of step ci (default: all; paths or name fragments)")
     ap.add_argument("--full-chapters", nargs="*", default=list(FULL_CHAPTERS),
@@ -1075,7 +1087,7 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     args = ap.parse_args(argv)
     args.device = "cpu" if args.dry_run else "cuda"
     if args.jobs is None:
-        args.jobs = 1 if args.dry_run else max(1, min(8, os.cpu_count() or 1))
+        args.jobs = 1 if args.dry_run else max(1, min(12, os.cpu_count() or 1))
     if args.fractions is None:
         args.fractions = list(DRY_FRACTIONS if args.dry_run else FRACTIONS)
     if any(not 0 < f <= 1 for f in args.fractions):
