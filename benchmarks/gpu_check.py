@@ -298,10 +298,9 @@ def prepare_environment(scratch: Path) -> dict[str, str]:
     lib = str(Path(implicit_bias.__file__).resolve().parents[1])
     paths = [str(Path(p).resolve()) for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p]
     env["PYTHONPATH"] = os.pathsep.join(dict.fromkeys([*paths, lib]))
-    env["CUBLAS_WORKSPACE_CONFIG"] = os.environ.get("CUBLAS_WORKSPACE_CONFIG", ":4096:8")
+    env["CUBLAS_WORKSPACE_CONFIG"] = os.environ.get("CUBLAS_WORKSPACE_CONFIG", ":4096:8")  # determinism
     for var in ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS"):  # one thread per kernel,
         env[var] = os.environ.get(var, "1")  # as the chapters' torch: --jobs kernels share the CPUs
-    env.pop("IMPLICIT_BIAS_STEP_FRACTION", None)
     return env
 
 
@@ -404,11 +403,10 @@ def run_child(cmd: Sequence[str], env: Mapping[str, str], timeout: float, log: P
 def child_main(spec_path: str) -> int:
     """Inside a step's process: :func:`implicit_bias.book.execute.execute_many` on the spec's
     chapters; writes the outcomes as JSON."""
+    import logging
     from dataclasses import asdict
 
     from implicit_bias.book.execute import execute_many
-
-    import logging
 
     class _NoProbeWarning(logging.Filter):  # the probe's parameter is not the chapter's: not news
         def filter(self, record: logging.LogRecord) -> bool:
@@ -1119,6 +1117,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             print(table, end="")
         return EXIT_OK
     budget = Budget(args.budget)
+    os.environ.pop("IMPLICIT_BIAS_STEP_FRACTION", None)  # only the timing runs scale their steps
     problems = import_problems()
     if problems:
         print(missing_message(problems), file=sys.stderr)

@@ -262,3 +262,24 @@ def test_wheel_list_pins_what_the_environment_has() -> None:
         assert version(name) == pinned, f"{name}: {version(name)} installed, {pinned} in gpu_wheels.txt"
         if name in required:
             assert required[name] == pinned
+
+
+def test_how_to_run_has_the_table_markers_and_the_check() -> None:
+    """--update-how-to-run writes between these markers; the page documents the check."""
+    page = (ROOT / "book" / "how_to_run.md").read_text()
+    assert page.count(gc.TABLE_BEGIN) == 1 and page.count(gc.TABLE_END) == 1
+    assert page.index(gc.TABLE_BEGIN) < page.index(gc.TABLE_END)
+    assert "(gpu-check)=" in page and "make gpu-check" in page
+
+
+def test_a_step_past_its_budget_is_stopped_with_what_it_started(tmp_path: Path) -> None:
+    """run_child ends the step's process and its descendants (the kernels, in a real step)."""
+    code = ("import subprocess, sys, time\n"
+            "p = subprocess.Popen([sys.executable, '-c', 'import time; time.sleep(120)'])\n"
+            "print(p.pid, flush=True)\n"
+            "time.sleep(120)\n")
+    start = time.monotonic()
+    rc, seconds = gc.run_child([sys.executable, "-c", code], {}, 3.0, tmp_path / "step.log")
+    assert rc is None and seconds < 30 and time.monotonic() - start < 30
+    grandchild = int((tmp_path / "step.log").read_text().split()[0])
+    assert not gc._alive(grandchild)
