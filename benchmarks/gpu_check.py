@@ -13,8 +13,9 @@ turn comes when the total budget is spent is skipped. The summary records both.
 
 1. ``ci``: every chapter in profile ``ci`` with ``device=cuda`` (``-p device cuda``) through the
    book's execute machinery (:func:`implicit_bias.book.execute.execute_many`), ``--jobs`` at a
-   time (default min(12, CPUs); one CPU thread each), longest first, into ``_build/gpu-check/ci/``. Per chapter: success, wall time, whether its ledger equals
-   the committed (CPU) one by the test suite's machine-independent comparison
+   time (default min(12, CPUs); one CPU thread each), longest first, into
+   ``_build/gpu-check/ci/``. Per chapter: success, wall time, whether its ledger equals the
+   committed (CPU) one by the test suite's machine-independent comparison
    (:func:`implicit_bias.claims.compare`: ids, bearings, items, verdicts exactly, values within
    ``vtol``), and whether it used the GPU: a probe in every kernel records the peak CUDA memory
    after each cell. Chapters whose ``device`` parameter says they run on the CPU (tiny float64
