@@ -952,7 +952,9 @@ def render_markdown(summary: Mapping[str, Any]) -> str:
             lines += ["", f"### {name}", "", f"{c.get('where') or ''}: {c.get('error', '')}", "",
                       "```text", c.get("traceback") or "(no traceback file)", "```"]
     if summary.get("problems"):
-        lines += ["", "## Problems", ""] + [f"- {p}" for p in summary["problems"]]
+        lines += ["", "## Problems", ""]
+        for p in summary["problems"]:
+            lines += [f"- {p}"] if "\n" not in p else ["```text", p, "```"]
     return "\n".join(lines) + "\n"
 
 
@@ -1173,6 +1175,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         if "full" not in args.skip:
             summary["full_step"], summary["full"] = step_full(args, budget, env, scratch, out)
         code = exit_code(summary)
+    except Exception:  # a bug of the check itself: the summary keeps its traceback
+        import traceback
+
+        summary["problems"].append("the check itself failed:\n" + traceback.format_exc())
+        print(summary["problems"][-1], file=sys.stderr)
+        code = EXIT_FAILED
     finally:
         summary["seconds"] = round(args.budget - budget.left(), 1)
         summary.setdefault("exit_code", code)
