@@ -89,7 +89,8 @@ STEP_BUDGETS = {"ci": 250.0, "bench": 90.0, "full": 110.0}
 TOTAL_BUDGET = 480.0      # seconds: the whole check, preflight included (a lent H100: 10 min a command)
 RESERVE = 10.0            # kept for the summary
 MIN_STEP = 15.0           # a step that would get less than this is skipped
-FULL_CHAPTERS = ("bottleneck/02_depth_sweep", "rank_minimization/02_where_gradient_flow_goes")
+# name fragments (resolve_chapters), not numbers: chapters get renumbered
+FULL_CHAPTERS = ("depth_sweep", "where_gradient_flow_goes")
 FRACTIONS = (0.01, 0.02)
 DRY_FRACTIONS = (0.002, 0.004)
 PROBE_PARAMETER = "gpu_check_probe"   # injected with the parameters: where the kernel's probe writes
