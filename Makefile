@@ -37,6 +37,8 @@ help:
 	@echo "make lab [PORT=n] [BROWSER=no]         JupyterLab in the book's root (kernel 'implicit-bias', jupytext)"
 	@echo "make seeds [CHAPTER=...] [JOBS=N]      seed sweep (seeds 0-4) and the robustness page"
 	@echo "make bench [BENCH_ARGS=...]            benchmarks (ensemble engines against loops, fraction of peak)"
+	@echo "make gpu-check [GPU_CHECK_ARGS=...]    on a GPU machine: chapters on CUDA, benchmark, full-profile timings"
+	@echo "make gpu-wheels                        wheels the check needs on a GPU machine without network, into .whl/"
 	@echo "make clean                             remove build outputs"
 
 $(VENV)/.installed: requirements.txt pyproject.toml
@@ -108,3 +110,21 @@ bench: install
 
 clean:
 	rm -rf _build
+
+# The GPU check (benchmarks/gpu_check.py; benchmarks/README.md): chapters on CUDA, the engine
+# benchmark, capped full-profile timing runs; summary in GPU_CHECK_OUT. Without a GPU: GPU_CHECK_ARGS=--dry-run
+.PHONY: gpu-check gpu-wheels
+GPU_CHECK_OUT ?= _build/gpu-check/out
+GPU_CHECK_ARGS ?=
+gpu-check: install
+	$(PY) benchmarks/gpu_check.py --out $(GPU_CHECK_OUT) $(GPU_CHECK_ARGS)
+
+# Wheels of what the check needs beyond a GPU image's packages (benchmarks/gpu_wheels.txt), for
+# CPython $(GPU_PY) on manylinux x86_64, into .whl/ (gitignored): carried to a machine without network
+GPU_PY ?= 3.12
+gpu-wheels:
+	rm -rf .whl && mkdir -p .whl
+	grep -v '^#' benchmarks/gpu_wheels.txt | grep . | xargs python3 -m pip download --quiet --no-deps \
+	  --only-binary=:all: --python-version $(GPU_PY) --implementation cp --platform manylinux_2_28_x86_64 \
+	  --platform manylinux_2_17_x86_64 --platform manylinux2014_x86_64 -d .whl
+	@ls .whl | wc -l | xargs echo "wheels in .whl/:"; du -sh .whl

@@ -41,6 +41,7 @@ error plus 1e-5; the script exits with an error otherwise.
     python benchmarks/ensemble_vs_loop.py                        # both cases, CPU, one thread
     python benchmarks/ensemble_vs_loop.py --case tiny --repeats 5
     python benchmarks/ensemble_vs_loop.py --device cuda --members 64 512
+    python benchmarks/ensemble_vs_loop.py --json bench.json     # also the tables as JSON
 """
 
 from __future__ import annotations
@@ -48,6 +49,7 @@ from __future__ import annotations
 import argparse
 import copy
 import inspect
+import json
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -180,8 +182,9 @@ def has_engine_switch() -> bool:
 
 def bench_case(name: str, members: int, args: argparse.Namespace, device: torch.device,
                dtype: torch.dtype, X_all: torch.Tensor, y_all: torch.Tensor,
-               peak: float) -> list[Row]:
-    """Time the paths on one case and print its table; returns the rows."""
+               peak: float, record: list[dict] | None = None) -> list[Row]:
+    """Time the paths on one case and print its table; returns the rows (and appends the table,
+    as a dict, to ``record``)."""
     cfg = CASES[name]
     steps = args.steps or cfg["steps"]
     X, y = (X_all[: cfg["samples"]], y_all[: cfg["samples"]]) if cfg["samples"] else (X_all, y_all)
@@ -242,6 +245,14 @@ def bench_case(name: str, members: int, args: argparse.Namespace, device: torch.
         print("(products: the stacked step's batched matrix products alone, "
               "the ceiling of these kernels)")
 
+    table = {"case": name, "members": members, "steps": steps, "dims": dims, "samples": len(X),
+             "flops": flops, "errors": None,
+             "rows": [{"path": r.path, "seconds": r.seconds, "s_per_step": r.seconds / steps,
+                       "gflops": r.gflops, "of_peak": r.gflops / peak,
+                       **{f"speedup_vs_{p}": by[p].seconds / r.seconds for p in base}}
+                      for r in rows]}
+    if record is not None:
+        record.append(table)
     if args.check:
         # float64 reference: the vmap path (autograd), independent of the hand-written backward
         ref = ensemble_run("vmap", [copy.deepcopy(m).double() for m in inits], X.double(), steps)
@@ -249,6 +260,7 @@ def bench_case(name: str, members: int, args: argparse.Namespace, device: torch.
                for r in rows if r.path in PATHS}
         print("max |final loss - float64 vmap reference|: "
               + ", ".join(f"{p} {e:.1e}" for p, e in err.items()))
+        table["errors"] = err
         if "stacked" in err and dtype == torch.float64 and err["stacked"] > 1e-10:
             raise SystemExit(f"the stacked engine is off by {err['stacked']:.1e} in float64")
         if "stacked" in err and "loop" in err and err["stacked"] > 2 * err["loop"] + 1e-5:
@@ -273,6 +285,7 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--dtype", choices=("float32", "float64"), default="float32")
     ap.add_argument("--no-check", dest="check", action="store_false",
                     help="skip the comparison with a float64 reference")
+    ap.add_argument("--json", metavar="PATH", help="also write the tables (and the peak) here")
     args = ap.parse_args(argv)
     if args.repeats < 1 or min(args.members) < 1 or args.steps < 0:
         ap.error("--repeats and --members must be >= 1, --steps >= 0")
@@ -287,9 +300,26 @@ def main(argv: list[str] | None = None) -> None:
     print(f"peak: float32 matmul {peak:.1f} GFLOP/s (best of 1024^2 and 2048^2, best of "
           f"{max(args.repeats, 3)} runs); times: {'CPU' if device.type == 'cpu' else 'wall-clock'} "
           f"seconds, best of {args.repeats} runs")
+    tables: list[dict] = []
     for case in CASES if args.case == "all" else [args.case]:
         for E in args.members:
-            bench_case(case, E, args, device, dtype, X, y, peak)
+            try:
+                bench_case(case, E, args, device, dtype, X, y, peak, tables)
+            finally:  # after every case, and when a check fails: what was measured is kept
+                if args.json:
+                    write_json(args.json, device, dtype, peak, tables)
+
+
+def write_json(path: str, device: torch.device, dtype: torch.dtype, peak: float,
+               tables: list[dict]) -> None:
+    """The tables measured so far, with the peak and the device, as JSON."""
+    meta = {"device": describe_run("benchmark", 0, device), "dtype": str(dtype).removeprefix("torch."),
+            "timing": "CPU time (process_time)" if device.type == "cpu"
+            else "wall-clock between torch.cuda.synchronize() calls",
+            "threads": torch.get_num_threads(), "peak_gflops": peak,
+            "tf32_matmul": bool(torch.backends.cuda.matmul.allow_tf32), "tables": tables}
+    with open(path, "w") as f:
+        json.dump(meta, f, indent=1)
 
 
 if __name__ == "__main__":

@@ -94,3 +94,27 @@ def test_start_chapter(capsys) -> None:
     assert "profile=full  seed=1  device=CPU" in capsys.readouterr().out
     with pytest.raises(ValueError, match="valid profiles"):
         start_chapter(PROFILES, profile="nope")
+
+
+def test_scale_steps_scales_step_counts_only() -> None:
+    settings = {"steps": 60_000, "fig1_steps": 300, "steps4": 1000, "epochs": 30,
+                "lams": (1e-3,), "steps_pair": (6000, 8000), "descent_step": 0.3, "rel_step": 2e-3,
+                "record_every": 50, "runs": 5, "flag_steps": True}
+    out, scaled = runtime.scale_steps(settings, 0.01)
+    assert out == {**settings, "steps": 600, "fig1_steps": 3, "steps4": 10, "epochs": 1}
+    assert scaled == ["steps", "fig1_steps", "steps4", "epochs"]
+    out, scaled = runtime.scale_steps({"steps": (6000, 8000), "max_steps": 3}, 0.001)
+    assert out == {"steps": (6, 8), "max_steps": 1} and scaled == ["steps", "max_steps"]
+
+
+def test_step_fraction_env(monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture) -> None:
+    monkeypatch.delenv(runtime.STEP_FRACTION_ENV, raising=False)
+    assert runtime.step_fraction() is None
+    for bad in ("0", "1.5", "abc"):
+        monkeypatch.setenv(runtime.STEP_FRACTION_ENV, bad)
+        with pytest.raises(ValueError, match="expected a number in"):
+            runtime.step_fraction()
+    monkeypatch.setenv(runtime.STEP_FRACTION_ENV, "0.02")
+    settings, _ = start_chapter(PROFILES, profile="full", seed=0, device="cpu")
+    assert settings == {"steps": 20}
+    assert "TIMING RUN: steps x0.02" in capsys.readouterr().out

@@ -9,7 +9,8 @@ from typing import Any
 import torch
 
 from . import plotting
-from .runtime import describe_run, resolve_device, select_profile, set_seed
+from .runtime import (STEP_FRACTION_ENV, describe_run, resolve_device, scale_steps, select_profile,
+                      set_seed, step_fraction)
 
 RUN_GLUE_KEY = "run_info"
 
@@ -19,13 +20,22 @@ def start_chapter(profiles: Mapping[str, Mapping[str, Any]], profile: str = "ci"
     """Return ``(settings of the profile, device)`` after seeding and styling.
 
     Prints one line naming the profile, seed and device, and glues it under ``run_info`` so the
-    reproduction report can say which profile and device produced each page.
+    reproduction report can say which profile and device produced each page. With
+    ``IMPLICIT_BIAS_STEP_FRACTION`` set (timing runs only), every step count of the profile is
+    scaled by it (:func:`.runtime.scale_steps`) and the line says so.
     """
     settings = select_profile(profiles, profile)
+    fraction = step_fraction()
+    scaled: list[str] = []
+    if fraction is not None and fraction != 1:  # a timing run (benchmarks/gpu_check.py)
+        settings, scaled = scale_steps(settings, fraction)
     set_seed(seed, threads=threads)
     dev = resolve_device(device)
     plotting.use_style()
     line = describe_run(profile, seed, dev)
+    if scaled:
+        line += (f"  TIMING RUN: {', '.join(scaled)} x{fraction:g} ({STEP_FRACTION_ENV}; "
+                 "not a result of this profile)")
     print(line)
     try:
         from myst_nb import glue

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import random
+import re
 from collections.abc import Mapping
 from typing import Any
 
@@ -11,6 +12,11 @@ import numpy as np
 import torch
 
 QUIET_ENV = "IMPLICIT_BIAS_QUIET"
+# Timing runs (benchmarks/gpu_check.py): every step count of the profile times this fraction
+STEP_FRACTION_ENV = "IMPLICIT_BIAS_STEP_FRACTION"
+# a profile setting that counts optimizer steps or epochs: steps, fig1_steps, steps4, epochs, ...
+# (not step sizes: descent_step, rel_step)
+STEP_COUNT_KEY = re.compile(r"^(?:\w+_)?(?:steps|epochs)\d*$")
 
 
 def set_seed(seed: int, threads: int | None = 1) -> torch.Generator:
@@ -55,6 +61,42 @@ def select_profile(profiles: Mapping[str, Mapping[str, Any]], profile: str) -> d
         valid = ", ".join(repr(p) for p in profiles)
         raise ValueError(f"unknown profile {profile!r}; valid profiles are {valid}")
     return dict(profiles[profile])
+
+
+def step_fraction() -> float | None:
+    """The fraction of ``IMPLICIT_BIAS_STEP_FRACTION`` (a number in (0, 1]), or None when unset.
+
+    Set only by timing runs (``benchmarks/gpu_check.py``, which extrapolates a chapter's time from
+    runs at a few fractions of its steps): a run with it is not a result of the profile, and the
+    run line says so."""
+    text = os.environ.get(STEP_FRACTION_ENV, "").strip()
+    if not text:
+        return None
+    try:
+        fraction = float(text)
+    except ValueError:
+        fraction = float("nan")
+    if not 0 < fraction <= 1:
+        raise ValueError(f"{STEP_FRACTION_ENV}={text!r}: expected a number in (0, 1]")
+    return fraction
+
+
+def scale_steps(settings: Mapping[str, Any], fraction: float) -> tuple[dict[str, Any], list[str]]:
+    """A copy of a profile's settings with every step count (:data:`STEP_COUNT_KEY`: an int, or a
+    tuple/list of ints) times ``fraction``, rounded, at least 1; and the names of the keys scaled."""
+    out, scaled = dict(settings), []
+    for key, value in settings.items():
+        if not STEP_COUNT_KEY.match(key):
+            continue
+        if isinstance(value, int) and not isinstance(value, bool):
+            out[key] = max(1, round(value * fraction))
+        elif isinstance(value, (tuple, list)) and value and all(
+                isinstance(v, int) and not isinstance(v, bool) for v in value):
+            out[key] = type(value)(max(1, round(v * fraction)) for v in value)
+        else:
+            continue
+        scaled.append(key)
+    return out, scaled
 
 
 def quiet() -> bool:
