@@ -101,8 +101,12 @@ def render_map_svg() -> str:
     import matplotlib
     import matplotlib.pyplot as plt
 
-    with matplotlib.rc_context({"svg.hashsalt": "implicit-bias-map", "svg.fonttype": "path",
-                                "font.family": "DejaVu Sans"}):
+    # from matplotlib's defaults, whatever style the process set before (the book's house style, a
+    # test that applied it): the picture must not depend on what ran earlier
+    with matplotlib.rc_context():
+        matplotlib.rcdefaults()
+        matplotlib.rcParams.update({"svg.hashsalt": "implicit-bias-map", "svg.fonttype": "path",
+                                    "font.family": "DejaVu Sans"})
         fig = draw_map()
         buf = io.StringIO()
         fig.savefig(buf, format="svg", metadata={"Date": None, "Creator": None}, bbox_inches="tight")
