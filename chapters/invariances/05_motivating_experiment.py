@@ -315,7 +315,7 @@ plt.close(fig)
 # while the same network with linear activations puts all of it there. Theorem 2 predicts a
 # rank-one limit for exactly these layers ($N_r=0$, $V_c=1$), and its rank-one conclusion is
 # false for ReLU networks ({doc}`03_alignment_low_rank_limit`), as is the matrix invariance its
-# proof rests on ({doc}`06_pairwise_invariance`, {doc}`04_reduced_alignment`). The reduced
+# proof rests on ({doc}`06_pairwise_invariance`, {doc}`07_reduced_alignment_training`). The reduced
 # alignment is therefore an observation without a proof for ReLU networks, and the paper's
 # claim that Theorem 2 explains it does not hold for the dense layers where J&T19 saw it.
 
