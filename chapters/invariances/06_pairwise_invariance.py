@@ -530,8 +530,10 @@ ax.axhline(1e-3, color="k", ls="--", lw=0.8)
 ax.axhline(TOL, color="grey", lw=0.8)
 ax.set_yscale("log")
 ax.set_xticks(range(len(robust)))
-ax.set_xticklabels([n.replace(", ", "\n").replace(" (control)", "\n(control)") for n in robust],
-                   fontsize=6)
+SHORT = {"ReLU, digits": "ReLU", "leaky ReLU, digits": "leaky", "ReLU, Gaussian data": "Gauss.",
+         "ReLU, square loss": "square", "ReLU, frozen patterns": "frozen",
+         "linear (control)": "linear", "linear, square loss (control)": "linear\nsquare"}
+ax.set_xticklabels([SHORT[n] for n in robust], fontsize=7)
 ax.set_ylabel(r"corrected $\max_{u\neq v}|\Delta M_{uv}|$ (relative)")
 ax.set_title(f"T = {P['robust_T']:g}, smaller step", fontsize=9)
 ax = axes[1]
@@ -545,9 +547,10 @@ plt.close(fig)
 # %% [markdown]
 # ```{glue:figure} pw-fig-robust
 # :name: fig-inv-pw-robust
-# Left: the corrected off-diagonal drift of every run of the seven settings (dashed: the
-# threshold $10^{-3}$; grey line: the round-off band $10^{-9}$; grey crosses: runs in which
-# some weight changed sign, which do not count). Right: the drift of the ReLU networks of
+# Left: the corrected off-diagonal drift of every run of the seven settings, in the order of
+# the list above (ReLU, leaky ReLU, Gaussian data, square loss, frozen patterns, and the two
+# linear controls; dashed: the threshold $10^{-3}$; grey line: the round-off band $10^{-9}$;
+# grey crosses: runs in which some weight changed sign, which do not count). Right: the drift of the ReLU networks of
 # setting 1 that keep every weight sign along a run ten times longer.
 # ```
 #
