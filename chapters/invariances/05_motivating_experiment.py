@@ -250,6 +250,7 @@ glue("motiv-min-share", f"{min(share.values()):.2f}", display=False)
 glue("motiv-share-lin", f"{share_lin:.3f}", display=False)
 glue("motiv-test-acc", f"{R['test_acc']:.3f}", display=False)
 glue("motiv-offtop", f"{cfg['offtop']:g}", display=False)
+glue("motiv-maxlr", f"{cfg['max_lr']:g}", display=False)
 glue("motiv-signs-fit", f"{int(R['signs'][-1] - R['signs'][R['fit']])}", display=False)
 
 # %%
@@ -337,7 +338,11 @@ plt.close(fig)
 # which the theorem's proof applies, with the same threshold. The difference of the final ratios
 # of the two networks is compared across machines with a tolerance of 0.05: it is the
 # difference of two float32 runs with large steps, and it moves by about 0.02 between CPU
-# kernels.
+# kernels. The shares themselves are more sensitive still: the late phase, with steps up to
+# {glue:text}`motiv-maxlr`, is chaotic, and across CPU kernels the share of one seed's dense1
+# moved between 0.07 and 0.43 (in float32 and in float64 alike), always above the threshold; they
+# are compared across machines with a tolerance of 0.4, and their verdicts, not their values,
+# are what the page asserts.
 
 # %% tags=["nbval-check-output"]
 n_train = len(y)
@@ -364,7 +369,9 @@ for i in dense:
                  f"of ||W||_F^2 after the fit that goes off the top direction > {cfg['offtop']:g}",
                  "reduced alignment", share[i], cfg["offtop"], fmt=".3f", items="jt19-alexnet",
                  bearing="supports", proxy=True,
-                 origin="after-seeds: lowered from 0.1 to 0.05 after seed 2 (dense1: 0.08)")
+                 origin="after-seeds: lowered from 0.1 to 0.05 after seed 2 (dense1: 0.08)",
+                 vtol=0.4)  # the late, large-step phase is chaotic: across CPU kernels the share
+    #                        of one seed moved between 0.07 and 0.43 (float32 and float64 alike)
 ledger.below("linear-offtop", "J&T19 (linear)", "negative control: for the linear control that "
              f"share is below {cfg['offtop']:g} in every hidden dense layer", "rank-one limit",
              share_lin, cfg["offtop"], fmt=".3f", items="jt19-alexnet", bearing="control",
@@ -375,5 +382,6 @@ ledger.above("thm2-explains", "Thm 2 (N_r = 0, V_c = 1)", "where Theorem 2 bound
              f"{cfg['offtop']:g} (smallest difference over the dense layers)",
              "Thm 2 explains the reduction", share_gap, cfg["offtop"], fmt=".3f",
              items="thm2-explains-jt19", bearing="contradicts", proxy=True,
-             origin="after-seeds: the threshold of the share claims, applied to the difference")
+             origin="after-seeds: the threshold of the share claims, applied to the difference",
+             vtol=0.4)  # as chaotic across CPU kernels as the shares it is made of
 ledger.report()

@@ -390,11 +390,12 @@ ledger.above("t2-offtop-relu", "Thm 2, Eqs. (13)-(15)", "ReLU tail: more than 0.
              "of ||fc2||_F^2 after the fit goes off the top direction, so Q = ||W||_F^2 - "
              "||W||_2^2 grows with ||W||_F^2" + outside, "Q <= D, rank-one limit",
              share["relu"]["fc2"], 0.1, fmt=".3f", items="thm2-eq13", bearing="control",
-             origin="prior")
+             origin="prior", vtol=0.15)  # the late phase is chaotic: 0.29 -> 0.36 on another kernel
 ledger.above("t2-offtop-fc2-compare", "Thm 2, Eq. (13)", "control: for fc2 the ReLU tail's share "
              "exceeds the linear tail's (difference)", "-",
              share["relu"]["fc2"] - share["linear"]["fc2"], 0.0, fmt=".3f", items="thm2-eq13",
-             bearing="control", origin="after-seeds: replaced a linear threshold on fc2 after seed 3")
+             bearing="control", origin="after-seeds: replaced a linear threshold on fc2 after seed 3",
+             vtol=0.15)  # 0.25 -> 0.31 on another CPU kernel
 
 # %% [markdown]
 # **What the run shows.** The ReLU network reaches training accuracy
@@ -480,7 +481,9 @@ ledger.above("t2-offtop-fc2-compare", "Thm 2, Eq. (13)", "control: for fc2 the R
 # Fixed before the runs: 0.1 of the growth of $\|\mathrm{Fin}\|^2$ for the drifts of the
 # invariants and for the shares; Eq. (13) at 0 (its own threshold). Set after the sweep, as the
 # claims' origins say: the linear share threshold applies to fc1 only (on seed 3 the linear fc2
-# share was 0.11), and for fc2 the two tails are compared.
+# share was 0.11), and for fc2 the two tails are compared. The ReLU shares come from the late,
+# large-step phase of a float32 run and move by about 0.06 between CPU kernels; they are compared
+# across machines with a tolerance of 0.15.
 
 # %% tags=["nbval-check-output"]
 ledger.report()
