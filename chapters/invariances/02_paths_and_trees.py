@@ -38,7 +38,8 @@
 # - Path values are invariant under the per-neuron rescaling symmetry; this symmetry, not the
 #   tree, is what conserves the per-neuron quantity of Lemma 3, Eq. (4)
 #   ({doc}`01_conserved_quantities`). The pairwise Eq. (5), whose proof counts "jagged" paths
-#   with the coefficients of the real ones, does not follow and fails for ReLU networks.
+#   with the coefficients of the real ones, does not follow and fails for ReLU networks
+#   ({doc}`06_pairwise_invariance`).
 # - Three slips: the risk identity $\ell(y\nu(x))=\ell(\nu(yx))$ of Section 2 needs an odd
 #   network (ReLU networks are only positively homogeneous); Eq. (44) counts the path factor
 #   twice; and Lemma 4 holds for sets of edges that every input-output path crosses once, not
@@ -148,7 +149,8 @@ ledger.holds("def4-count-formula", "Def. 4", "library check: path counts (DFS an
              "d*prod(n_i) for fully connected nets and d*prod(1+n_i) with all skips",
              "rho = d n_2 ... n_L", f"{sum(r[1] == r[2] == r[3] for r in count_rows)}/"
              f"{len(count_rows)} graphs", count_ok, "exact integers", items="def4",
-             bearing="control")
+             bearing="control", value=sum(r[1] == r[2] == r[3] for r in count_rows),
+             lo=len(count_rows) - 0.5, origin="theory: exact integer counts")
 
 # %% [markdown]
 # ## The decomposition
@@ -409,15 +411,17 @@ for key, src, what, item in [
 ]:
     ledger.below(f"{key.replace('_', '-')}-roundoff", src,
                  f"{what}: max |difference| / (c u S) over {n_nets} nets", "exact identity",
-                 col(key).max(), 2.0, items=item, bearing="supports")
+                 col(key).max(), 2.0, items=item, bearing="supports", origin="theory: first-order round-off bound")
 ledger.holds("def4-dfs-equals-dp", "Def. 4", "library check: the DFS path count equals the DP "
              "count on every random DAG", "-", f"{int((col('rho') == col('rho_dp')).sum())}/{n_nets}",
              bool((col("rho") == col("rho_dp")).all()), "exact integers", items="def4",
-             bearing="control")
+             bearing="control", value=int((col("rho") == col("rho_dp")).sum()), lo=n_nets - 0.5,
+             origin="theory: exact integer counts")
 size_ok = (col("tree") == col("H_size")) & (col("leaves") == col("rho"))
 ledger.holds("lemma6-tree-size", "Lemma 6 / Def. 9", "construction check: |T_G[V]| = |H_G| and "
              "T_G has rho leaves", "T_G[V] = H_G", f"{int(size_ok.sum())}/{n_nets}",
-             bool(size_ok.all()), "exact integers", items="def9", bearing="control")
+             bool(size_ok.all()), "exact integers", items="def9", bearing="control",
+             value=int(size_ok.sum()), lo=n_nets - 0.5, origin="theory: exact integer counts")
 
 # %% [markdown]
 # The same holds for the library's fully connected networks: `paths.from_mlp` turns a bias-free
@@ -441,9 +445,10 @@ for widths in cfg["mlp_widths"]:
 print(f"models.MLP vs its graph: {mlp_model_ratio:.3f};  models.MLP vs mu(h): {mlp_ratio:.3f}"
       "  (in units of c u S)")
 ledger.below("mlp-graph", "Def. 2", "library check: the from_mlp graph computes the "
-             "models.MLP output", "-", mlp_model_ratio, 2.0, items="def2", bearing="control")
+             "models.MLP output", "-", mlp_model_ratio, 2.0, items="def2", bearing="control",
+             origin="theory: first-order round-off bound")
 ledger.below("mlp-lemma2", "Lemma 2", "models.MLP output = mu(h(x))", "exact identity",
-             mlp_ratio, 2.0, items="lemma2", bearing="supports")
+             mlp_ratio, 2.0, items="lemma2", bearing="supports", origin="theory: first-order round-off bound")
 
 # %% [markdown]
 # ## What gradient flow sees: the rescaling symmetry
@@ -530,12 +535,13 @@ glue("inv-n-sym", n_sym, display=False)
 
 ledger.below("rescale-h-roundoff", "Lemma 3 (symmetry)", "identity check: a random per-neuron "
              "rescaling changes path values by at most (2 alpha + 4) u (ratio shown)",
-             "h invariant", h_ratio, 2.0, items="lemma3-eq4", bearing="control")
+             "h invariant", h_ratio, 2.0, items="lemma3-eq4", bearing="control", origin="theory: first-order round-off bound")
 ledger.below("euler-identity", "Lemma 3 (4), Eq. (12)", "sum_in w dR/dw - sum_out w dR/dw = 0 "
              "at every hidden vertex (ratio to 4 c u A_v)", "derivative 0", euler_ratio, 1.0,
-             items=["eq12", "lemma3-eq4"], bearing="supports")
+             items=["eq12", "lemma3-eq4"], bearing="supports", origin="theory: first-order round-off bound")
 ledger.below("eq2-gradient", "Eq. (2)", "gradient through the fixed mu equals autograd on nu "
-             "(ratio to 4 c u G_e)", "equal", eq2_ratio, 1.0, items="eq2", bearing="supports")
+             "(ratio to 4 c u G_e)", "equal", eq2_ratio, 1.0, items="eq2", bearing="supports",
+             origin="theory: first-order round-off bound")
 
 # %% [markdown]
 # On {glue:text}`inv-n-sym` further random networks with ReLU and leaky-ReLU vertices, a
@@ -650,24 +656,28 @@ glue("inv-def6-ratio", f"{def6_ratio_layer:.2f}", display=False)
 glue("inv-def6-cut-ratio", f"{def6_ratio_cut:.2f}", display=False)
 ledger.above("risk-identity-relu", "Sec. 2", "ReLU MLPs are not odd: min over 4 nets of "
              "max|nu(-x) + nu(x)| / max|nu(x)|", "l(y nu(x)) = l(nu(y x))", odd_relu, 0.1,
-             fmt=".2f", items="risk-identity", bearing="contradicts")
+             fmt=".2f", items="risk-identity", bearing="contradicts", origin="prior")
 ledger.below("risk-identity-linear", "Sec. 2", "negative control: for linear MLPs the same "
              "defect is round-off", "l(y nu(x)) = l(nu(y x))", odd["linear"], 1e-12, fmt=".1e",
-             items="risk-identity", bearing="control")
+             items="risk-identity", bearing="control", origin="theory: float64 round-off")
 ledger.below("eq44-once", "App. C, Eq. (44)", "with the path factor counted once the path sum "
              "equals sum_{e in F} w_e dR/dw_e (relative error)", "(44) as printed", eq44[:, 0].max(),
-             1e-12, fmt=".1e", items="eq44", bearing="control")
-ledger.above("eq44-printed", "App. C, Eq. (44)", "as printed (factor twice) it does not: smallest "
-             "relative error over three networks", "(44)", eq44[:, 1].min(), 0.1, fmt=".2f",
-             items="eq44", bearing="contradicts")
+             1e-12, fmt=".1e", items="eq44", bearing="control", origin="theory: float64 round-off")
+ledger.holds("eq44-printed", "App. C, Eq. (44)", "as printed (factor twice) it does not: smallest "
+             "relative error over three networks, above 0.1 (value: its log10)", "(44)",
+             f"{eq44[:, 1].min():.2f}", eq44[:, 1].min() > 0.1, "> 0.1", items="eq44",
+             bearing="contradicts", value=math.log10(eq44[:, 1].min()), lo=-1.0,
+             origin="prior: 0.1; the value is on a log scale because it spans a decade over seeds")
 ledger.holds("def6-layer-drift", "Def. 6, Lemma 4", "a Def. 6 layer that is not a cut: its "
              "Lemma 4 quantity drifts, and the drift does not shrink with eta (drift > 1e-3, "
              "ratio small/large eta > 0.5)", "constant (Lemma 4)",
              f"{def6[1, 0]:.3f}, {def6_ratio_layer:.2f}", def6[1, 0] > 1e-3 and def6_ratio_layer > 0.5,
-             "> 1e-3, > 0.5", items=["def6", "lemma4"], bearing="contradicts")
+             "> 1e-3, > 0.5", items=["def6", "lemma4"], bearing="contradicts",
+             value=def6_ratio_layer, lo=0.5, origin="prior")
 ledger.between("def6-cut-control", "Lemma 4", "negative control: for the input-output cut the "
                "drift is the O(eta) GD slack (ratio small/large eta = 1/4 expected)", "constant",
-               def6_ratio_cut, 0.15, 0.35, fmt=".2f", items="lemma4", bearing="control")
+               def6_ratio_cut, 0.15, 0.35, fmt=".2f", items="lemma4", bearing="control",
+               origin="prior")
 
 # %% [markdown]
 # ReLU networks are far from odd (defect at least {glue:text}`inv-odd-relu`; linear networks:
@@ -690,7 +700,7 @@ ledger.between("def6-cut-control", "Lemma 4", "negative control: for the input-o
 # direction of computation; the library uses the computational orientation.) The per-neuron
 # rescaling symmetry leaves the path values unchanged, which gives Eq. (4) of Lemma 3 at every
 # vertex. The paper's further step from this picture to the *pairwise* Eq. (5) is where its
-# argument breaks, as {doc}`01_conserved_quantities` shows.
+# argument breaks, as {doc}`06_pairwise_invariance` shows.
 #
 # ## Claims
 

@@ -168,13 +168,30 @@ def norms(model):
     return torch.stack(out).cpu()
 
 
+class SignChanges:
+    """Recorder metric: how many weight entries changed sign since the previous record, summed
+    over the run so far (Assumption 1's monitor, read at every record)."""
+
+    def __init__(self) -> None:
+        self.prev: list[torch.Tensor] | None = None
+        self.total = 0
+
+    def __call__(self, model) -> int:
+        now = [W.detach() > 0 for W in models.weight_matrices(model)]
+        if self.prev is not None:
+            self.total += sum(int((a != b).sum()) for a, b in zip(now, self.prev))
+        self.prev = now
+        return self.total
+
+
 runs = {}
 for act in ("relu", "linear"):
     torch.manual_seed(seed)
     net = models.ConvNet(X.shape[1], X.shape[-1], 1, channels=cfg["channels"],
                          kernel_size=cfg["kernel"], hidden=cfg["hidden"], activation=act).to(dev)
     recorder = train.Recorder(cfg["record_every"], {
-        "norms": norms, "margin": lambda m: float((y * m(X).reshape(-1)).min())})
+        "norms": norms, "margin": lambda m: float((y * m(X).reshape(-1)).min()),
+        "signs": SignChanges()})
     gen = torch.Generator().manual_seed(seed)
     kw = dict(loss="logistic", steps=cfg["steps"], lr=cfg["lr"], recorder=recorder, generator=gen)
     if cfg["optimizer"] == "gd":
@@ -189,11 +206,13 @@ for act in ("relu", "linear"):
     runs[act] = dict(F=N[..., 0].numpy(), S=N[..., 1].numpy(), ratio=(N[..., 1] / N[..., 0]).sqrt().numpy(),
                      steps=np.array(hist.record_steps), margin=margin, loss=final_loss,
                      fit=int(np.argmax(margin > 0)) if (margin > 0).any() else len(margin) - 1,
-                     train_acc=train.accuracy(net, X, y),
+                     signs=np.array(hist["signs"]), train_acc=train.accuracy(net, X, y),
                      test_acc=train.accuracy(net, split.X_test, split.y_test))
     r = runs[act]
     print(f"{act:6s}: final training loss {final_loss:.2e}, training accuracy {r['train_acc']:.3f}, "
-          f"test accuracy {r['test_acc']:.3f}; every sample classified from step {r['steps'][r['fit']]}")
+          f"test accuracy {r['test_acc']:.3f}; every sample classified from step {r['steps'][r['fit']]}; "
+          f"weight-sign changes between records {r['signs'][-1]} ({r['signs'][-1] - r['signs'][r['fit']]} "
+          "after the fit)")
 shapes = [tuple(W.shape) for W in models.weight_matrices(net)]
 n_conv = len(cfg["channels"])
 names = [f"conv{i + 1}" for i in range(n_conv)] + [f"dense{i + 1}" for i in range(len(shapes) - n_conv)]
@@ -231,6 +250,8 @@ glue("motiv-min-share", f"{min(share.values()):.2f}", display=False)
 glue("motiv-share-lin", f"{share_lin:.3f}", display=False)
 glue("motiv-test-acc", f"{R['test_acc']:.3f}", display=False)
 glue("motiv-offtop", f"{cfg['offtop']:g}", display=False)
+glue("motiv-maxlr", f"{cfg['max_lr']:g}", display=False)
+glue("motiv-signs-fit", f"{int(R['signs'][-1] - R['signs'][R['fit']])}", display=False)
 
 # %%
 fig, axes = plotting.subplots(2)
@@ -281,7 +302,11 @@ plt.close(fig)
 # {glue:text}`motiv-min-share` of the growth of $\|W\|_F^2$ of each ReLU dense layer goes off
 # the top singular direction, against at most {glue:text}`motiv-share-lin` for the linear
 # control. The ReLU layers are heading for a limit of rank larger than one, the linear ones for
-# rank one. This is a trend measured in a finite run, not a limit.
+# rank one. This is a trend measured in a finite run, not a limit. Weights keep changing sign
+# after the fit ({glue:text}`motiv-signs-fit` changes between records in the ReLU network), so
+# Theorem 2's stable-sign hypothesis does not hold in this run: the theorem does not apply
+# here, and where it does apply it predicts a rank-one limit for these layers. Either way it
+# does not explain a reduced alignment.
 #
 # ## Conclusion
 #
@@ -291,7 +316,7 @@ plt.close(fig)
 # while the same network with linear activations puts all of it there. Theorem 2 predicts a
 # rank-one limit for exactly these layers ($N_r=0$, $V_c=1$), and its rank-one conclusion is
 # false for ReLU networks ({doc}`03_alignment_low_rank_limit`), as is the matrix invariance its
-# proof rests on ({doc}`01_conserved_quantities`, {doc}`04_reduced_alignment`). The reduced
+# proof rests on ({doc}`06_pairwise_invariance`, {doc}`07_reduced_alignment_training`). The reduced
 # alignment is therefore an observation without a proof for ReLU networks, and the paper's
 # claim that Theorem 2 explains it does not hold for the dense layers where J&T19 saw it.
 
@@ -308,34 +333,55 @@ plt.close(fig)
 # the share threshold was 0.1 when first set (the shares were 0.27-0.33 on the pilot seeds); on
 # seed 2 the share of dense1 was 0.08 (linear control: 0.00), so the threshold separating the two
 # networks is now 0.05 for both; the values on every seed are on the
-# {doc}`robustness page </book/robustness>`.
+# {doc}`robustness page </book/robustness>`. The last row, on Theorem 2's explanation, used to
+# repeat the smallest ReLU share; it now measures the gap to the linear control, the network in
+# which the theorem's proof applies, with the same threshold. The difference of the final ratios
+# of the two networks is compared across machines with a tolerance of 0.05: it is the
+# difference of two float32 runs with large steps, and it moves by about 0.02 between CPU
+# kernels. The shares themselves are more sensitive still: the late phase, with steps up to
+# {glue:text}`motiv-maxlr`, is chaotic, and across CPU kernels the share of one seed's dense1
+# moved between 0.07 and 0.43 (in float32 and in float64 alike), always above the threshold; they
+# are compared across machines with a tolerance of 0.4, and their verdicts, not their values,
+# are what the page asserts.
 
 # %% tags=["nbval-check-output"]
 n_train = len(y)
+share_gap = min(share[i] - offtop_share(Rl, i) for i in dense)
 ledger.below("fit", "J&T19 setting", "setup check: training loss below log(2)/n (all samples "
              "classified)", "separable, risk -> 0", R["loss"], math.log(2) / n_train, fmt=".2e",
-             items="jt19-alexnet", bearing="control")
+             items="jt19-alexnet", bearing="control", origin="theory")
 ledger.below("init-random-matrix", "J&T19 setting", "setup check: at initialisation the hidden "
              "dense ratios equal the random-matrix value 1/sqrt(m) + 1/sqrt(n) within 15%",
              "(not discussed)", init_vs_random, 0.15, fmt=".3f", items="jt19-alexnet",
-             bearing="control")
+             bearing="control", origin="prior")
 for i in dense:
     ledger.above(f"{names[i]}-grows", "J&T19 Fig. (AlexNet)", f"{names[i]}: final ratio > "
                  f"{cfg['growth']:g} x initial ratio", "increases in training", growth[i],
-                 cfg["growth"], fmt=".2f", items="jt19-alexnet", bearing="supports", proxy=True)
+                 cfg["growth"], fmt=".2f", items="jt19-alexnet", bearing="supports", proxy=True,
+                 origin="prior")
     ledger.below(f"{names[i]}-same-as-linear", "J&T19 Fig. (AlexNet)", f"{names[i]}: the final "
                  f"ratio is within {cfg['same']:g} of the linear control's, whose limit is 1",
                  "< 1 (reduced alignment)", same[i], cfg["same"], fmt=".3f",
-                 items="jt19-alexnet", bearing="qualifies", proxy=True)
+                 items="jt19-alexnet", bearing="qualifies", proxy=True, origin="prior",
+                 vtol=0.05)  # a difference of two float32 runs with steps up to max_lr: it moves
+    #                        by about 0.02 between CPU kernels (seen: 0.022 -> 0.040)
     ledger.above(f"{names[i]}-offtop", "J&T19 Fig. (AlexNet)", f"{names[i]}: share of the growth "
                  f"of ||W||_F^2 after the fit that goes off the top direction > {cfg['offtop']:g}",
                  "reduced alignment", share[i], cfg["offtop"], fmt=".3f", items="jt19-alexnet",
-                 bearing="supports", proxy=True)
+                 bearing="supports", proxy=True,
+                 origin="after-seeds: lowered from 0.1 to 0.05 after seed 2 (dense1: 0.08)",
+                 vtol=0.4)  # the late, large-step phase is chaotic: across CPU kernels the share
+    #                        of one seed moved between 0.07 and 0.43 (float32 and float64 alike)
 ledger.below("linear-offtop", "J&T19 (linear)", "negative control: for the linear control that "
              f"share is below {cfg['offtop']:g} in every hidden dense layer", "rank-one limit",
-             share_lin, cfg["offtop"], fmt=".3f", items="jt19-alexnet", bearing="control")
-ledger.above("thm2-explains", "Thm 2 (N_r = 0, V_c = 1)", "the dense layers where Theorem 2 "
-             "predicts a rank-one limit show the reduced growth (smallest share over them)",
-             "Thm 2 explains the reduction", min(share.values()), cfg["offtop"], fmt=".3f",
-             items="thm2-explains-jt19", bearing="contradicts", proxy=True)
+             share_lin, cfg["offtop"], fmt=".3f", items="jt19-alexnet", bearing="control",
+             origin="after-seeds: lowered from 0.1 to 0.05 with the ReLU threshold")
+ledger.above("thm2-explains", "Thm 2 (N_r = 0, V_c = 1)", "where Theorem 2 bounds the ratio by "
+             "1 (a rank-one limit, which its linear control follows), the ReLU layers put more of "
+             "their late growth off the top direction than the control, by more than "
+             f"{cfg['offtop']:g} (smallest difference over the dense layers)",
+             "Thm 2 explains the reduction", share_gap, cfg["offtop"], fmt=".3f",
+             items="thm2-explains-jt19", bearing="contradicts", proxy=True,
+             origin="after-seeds: the threshold of the share claims, applied to the difference",
+             vtol=0.4)  # as chaotic across CPU kernels as the shares it is made of
 ledger.report()
