@@ -70,8 +70,8 @@
 # networks computed here (minimum-norm interpolants, directions of the exponential loss), and the
 # two limits of the bounds (rank 1 for the square loss with nonnegative targets, stable rank
 # about 2 for classification) are what these networks reach. They do not hold for any
-# interpolant: those near the initialisation, where plain gradient descent on the square loss
-# would stop, violate Theorem 4's bound.
+# interpolant: the interpolants closest to the initialisation (where gradient descent on the
+# square loss ends when it stays near its linearisation) violate Theorem 4's bound.
 # :::
 
 # %% tags=["parameters"]
