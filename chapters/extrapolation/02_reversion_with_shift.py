@@ -37,7 +37,9 @@
 #   (Fig. 3), not the hypothesis itself.
 # - **Squared error on rewards** reverts under mild shifts only: the distance to the OCS is
 #   U-shaped, and under strong blur or contrast reduction it climbs back to about its clean value.
-#   The paper's training recipe does not remove it ({doc}`07_sharper_tests`).
+#   The paper's training recipe at the same number of epochs does not remove it
+#   ({doc}`07_sharper_tests`); the reward model reverts to the constant it has accumulated, which
+#   is not the OCS after this training ({doc}`10_which_constant`).
 # - **Gaussian NLL** depends on the network: the CNN's predictions approach the OCS, the MLP's
 #   move *away* from it (its predicted variance shrinks); in {doc}`07_sharper_tests` the paper's
 #   training recipe (weight decay, best validation checkpoint) softens this but does not remove it.
@@ -631,7 +633,8 @@ glue("ocs2-sigma-mlp", float(s_mlp[0, -1] / s_mlp[0, 0]), display=False)
 # {glue:text}`ocs2-sigma-cnn:.2f` times its clean value, the Gaussian MLP's
 # {glue:text}`ocs2-sigma-mlp:.2f` times. The two findings against the paper (the reward models'
 # U shape and the Gaussian MLP) are listed in the errata ({doc}`/book/errata`), with the recipe
-# controls of {doc}`07_sharper_tests` that decide what causes them.
+# controls of {doc}`07_sharper_tests` and the factorial experiment of {doc}`10_which_constant`,
+# which finds what causes the U shape.
 #
 # ## Claims
 
