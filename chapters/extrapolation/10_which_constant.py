@@ -458,9 +458,11 @@ ledger.below("fig9-norm-blur", "Fig. 9", f"Gaussian-NLL CNN, blur sev 5: log nor
 #    reverts to its constant $f(0)$ (more generally, the output with the input-dependent term of an
 #    early layer zeroed, {doc}`03_mechanism`), which is the OCS only when training puts it there.
 #    Compute it: if it is far from the mean target, signal-free inputs will be mapped far from the
-#    OCS. Starting the output bias at the mean target, or training long enough with weight decay
-#    when the mean target is near zero, put it there in these runs; centring the targets (so that
-#    the OCS is zero) is the simplest way to make the initialisation's constant the OCS. And a
+#    OCS. Starting the output bias at the mean target put it there in these runs; training longer
+#    with weight decay brought it closer, but weight decay also pulls a constant towards zero, away
+#    from a mean target far from zero. Centring the targets (so that the OCS is zero, where the
+#    initialisation puts the constant) is the simplest way to make that constant the OCS; it was not
+#    run here. And a
 #    regressor's inputs must not be able to grow in norm (clip or normalise them): an unbounded
 #    output has no brake.
 #
