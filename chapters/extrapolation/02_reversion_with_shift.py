@@ -604,7 +604,7 @@ ledger.below("fig1-similar", "Fig. 1 / Sec. 3.1", f"CE nets: log(spread at sev 5
 if extra:  # inputs without any signal: the blend of weight 1
     noise_only = max(ub(blend_extra[arch, "ce"][:, -1] - dist[arch, "ce"][:, 0, 0]) for arch in ("cnn", "mlp"))
     ledger.below("blend-pure-noise-ce", "Fig. 3", f"CE nets, blend of weight {BLEND_EXTRA[-1]:g} (pure noise): KL minus clean KL, worse net (mean + {K_SE:g} SE)",
-                 "distance falls with OOD score", noise_only, 0.0, fmt=".3f", **FIG3_KL)
+                 "distance falls with OOD score", noise_only, 0.0, fmt=".3f", bearing="supports", **FIG3_KL)
     for arch in ("cnn", "mlp"):
         for loss in ("ce", "mse"):
             glue(f"ocs2-blend1-{arch}-{loss}", float(blend_extra[arch, loss][:, -1].mean()), display=False)
