@@ -28,6 +28,9 @@
 # - The optima have the structure the paper describes, more sharply than its bounds: on Example 1
 #   only the first layer is rank two and every later layer is exactly rank one, and from the third
 #   layer on the ReLU acts as the identity; on digits every layer is rank one at every depth tried.
+# - Where more than one path is needed ({glue:text}`sts3-gon-n` points with alternating
+#   gradients), the first layer is high-rank and every later layer is rank one: the tail energy
+#   collapses after one layer instead of decaying like the theorem's $\ell^{-1/2}$.
 # - The optimal speed does not decrease with depth (strictly increasing from depth 2 to 3 on
 #   Example 1), and it is flat from then on, as Section 5's second conjecture expects.
 # - Theorem 3.1's bound is **vacuous** on Example 1 and on digits: it provably says nothing below
@@ -54,15 +57,17 @@ PROFILES = {
     # from the lifted optimum of the previous depth; digits_*: digits (per_class examples of each
     # class, cross-entropy G), normalised steps; synth_*: nearly rank-one synthetic data
     # (Theorem 3.1's non-vacuous instance at depth synth_depth; Proposition 3.3 at depth 4 for
-    # each eps); random_points: random parameters for Proposition 3.4
+    # each eps); random_points: random parameters for Proposition 3.4; gon_*: gon_n points on the
+    # circle with alternating gradients (Theorem 3.1's rate on data that need several paths)
     "ci": dict(ex1_depths=(2, 3, 4, 5, 6), ex1_width=16, ex1_restarts=16, ex1_steps=1500, warm_restarts=4,
                digits_depths=(2, 3, 4, 6, 8), per_class=10, digits_width=16, digits_restarts=4, digits_steps=1000,
                synth_depth=10, synth_eps=0.1, prop33_eps=(0.0, 1e-3, 1e-2, 3e-2), synth_restarts=4,
-               synth_steps=1500, random_points=64),
+               synth_steps=1500, random_points=64, gon_n=16, gon_depths=(2, 3, 4, 6, 8, 12), gon_restarts=16),
     "full": dict(ex1_depths=(2, 3, 4, 5, 6, 8, 10), ex1_width=64, ex1_restarts=64, ex1_steps=10_000, warm_restarts=16,
                  digits_depths=(2, 3, 4, 6, 8, 10, 12), per_class=100, digits_width=64, digits_restarts=16,
                  digits_steps=5000, synth_depth=16, synth_eps=0.1, prop33_eps=(0.0, 1e-3, 3e-3, 1e-2, 3e-2, 1e-1),
-                 synth_restarts=32, synth_steps=10_000, random_points=1024),
+                 synth_restarts=32, synth_steps=10_000, random_points=1024, gon_n=16,
+                 gon_depths=(2, 3, 4, 5, 6, 8, 10, 12, 16), gon_restarts=32),
 }
 
 # %%
@@ -200,6 +205,10 @@ def solve_depths(X, G, depths, width, restarts, steps, warm: bool, **kw):
                 j = warm_res.best()
                 row.update(best=warm_res.network(j, trim=False), speed=row["warm_speed"],
                            structure=structure.layer_structure(warm_res.network(j, trim=False), X))
+            if row["lifted_speed"] > row["speed"]:             # re-optimising lost ground: keep the lift
+                on_sphere = lo.to_sphere(lifted)
+                row.update(best=on_sphere, speed=float(lo.speed(on_sphere, X, G)),
+                           structure=structure.layer_structure(on_sphere, X))
         out[L] = row
         previous = row["best"]
     return out
@@ -443,6 +452,62 @@ ledger.above("thm31-control", "Thm. 3.1, negative control", "a random point of t
              items="thm31", bearing="control", origin="prior")
 
 # %% [markdown]
+# ## Theorem 3.1's rate on data that need more than one path
+#
+# On digits the optimum is a single path, and on the synthetic data above the bound is met
+# trivially (the optimum is exactly rank one). Example 1 needs two paths in its first layer. A
+# harder case is {glue:text}`sts3-gon-n` points on the circle with alternating gradients (the
+# same construction with twice the points), where one neuron fits the alternation even worse.
+# We solve it at depths {glue:text}`sts3-gon-depths`
+# ({glue:text}`sts3-gon-restarts` restarts, width {glue:text}`sts3-ex1-width`, warm starts from
+# the lifted optimum of the previous depth) and measure, layer by layer, $\tau(W_\ell)$ and
+# $s_2/s_1$, whose decay the theorem bounds by $\ell^{-1/2}$ and $\ell^{-1/4}$ (up to its
+# vacuous constant). Result: the optimal speed rises from depth 2 ({glue:text}`sts3-gon-s2`) to
+# depth 3 ({glue:text}`sts3-gon-s3`) and is then flat (largest spread from depth 3 on
+# {glue:text}`sts3-gon-spread`); the first layer is high-rank ($\tau(W_1)\ge$
+# {glue:text}`sts3-gon-first`) and **every later layer is rank one** (largest
+# $\tau(W_\ell)$, $\ell\ge2$: {glue:text}`sts3-gon-later`, the solver's accuracy). So the decay is a step after the
+# first layer, not a power law: the log-log slope between layers 1 and 2,
+# $\log(\tau(W_2)/\tau(W_1))/\log2$, is at most {glue:text}`sts3-gon-slope` (with $\tau$
+# floored at $10^{-6}$, the solver's accuracy), against the theorem's $-1/2$. The optima satisfy the bound's rate with
+# an enormous margin; what limits the rank is not the slow $\ell^{-1/2}$ decay that the proof
+# gives but an exact collapse to rank one, the structure of Section 5's second conjecture.
+
+# %%
+gon_t = 2 * math.pi * torch.arange(1, P["gon_n"] + 1, dtype=D) / P["gon_n"]
+Xg = torch.stack([torch.sin(gon_t), torch.cos(gon_t)], 1)
+Gg = ((-1.0) ** torch.arange(1, P["gon_n"] + 1, dtype=D)).unsqueeze(1)
+gon = solve_depths(Xg, Gg, P["gon_depths"], P["ex1_width"], P["gon_restarts"], P["ex1_steps"], warm=True,
+                   lr=0.3, lr_final=1e-3)
+gdepths = list(P["gon_depths"])
+s_gon = np.array([gon[L]["speed"] for L in gdepths])
+deep_g = [L for L in gdepths if L >= 3]
+gon_first = min(float(gon[L]["structure"].tau_W[0]) for L in deep_g)
+gon_later = max(float(gon[L]["structure"].tau_W[1:].max()) for L in deep_g)
+gon_spread = float(max(gon[L]["speed"] for L in deep_g) - min(gon[L]["speed"] for L in deep_g))
+gon_slope = max(math.log(max(float(gon[L]["structure"].tau_W[1]), 1e-6) / float(gon[L]["structure"].tau_W[0]))
+                / math.log(2) for L in deep_g)
+for L in gdepths:
+    st = gon[L]["structure"]
+    print(f"{P['gon_n']}-gon, L = {L}: s* ~ {gon[L]['speed']:.6f}; tau(W_l) {[f'{float(v):.1e}' for v in st.tau_W]}; "
+          f"s2/s1 {[round(float(v), 3) for v in st.ratio_W]}")
+for key, val in {"gon-n": P["gon_n"], "gon-depths": "{" + ", ".join(str(v) for v in gdepths) + "}",
+                 "gon-restarts": P["gon_restarts"], "gon-s2": f"{s_gon[0]:.4f}", "gon-s3": f"{s_gon[1]:.4f}",
+                 "gon-spread": f"{gon_spread:.0e}", "gon-first": f"{gon_first:.2f}", "gon-later": f"{gon_later:.0e}",
+                 "gon-slope": f"{gon_slope:.0f}"}.items():
+    glue(f"sts3-{key}", val, display=False)
+ledger.above("gon-first-high-rank", "Thm. 3.1 (setting)", f"on {P['gon_n']} alternating points the optimum needs more "
+             "than one path: its first layer is high-rank at every depth >= 3 (smallest tau(W_1))",
+             "-", gon_first, 0.1, fmt=".2f", items="thm31", bearing="control", origin="prior")
+ledger.below("gon-rate", "Thm. 3.1", f"... and the tail energy collapses after it: the log-log slope "
+             f"log(tau(W_2)/tau(W_1))/log 2 is far below the theorem's -1/2 at every depth {deep_g[0]}-{deep_g[-1]} "
+             "(largest slope; tau floored at 1e-6, the solver's accuracy)", "tau(W_l) = O(l^(-1/2))", gon_slope, -2.0, fmt=".1f",
+             items="thm31", bearing="qualifies", origin="prior: -2, four times the theorem's rate")
+ledger.below("gon-rank-one", "Sec. 5 (2)", f"every layer after the first is rank one at depths {deep_g[0]}-{deep_g[-1]} "
+             "(largest tau(W_l), l >= 2)", "finitely many high-rank layers, then rank one (conjecture)", gon_later,
+             1e-3, fmt=".1e", items="conj2", bearing="supports", origin="prior: the page's 'rank one'")
+
+# %% [markdown]
 # ## Proposition 3.3: nearly rank-one non-negative inputs
 #
 # With the same $u,v\ge0$ and inputs $vu^\top+\epsilon E$, now with
@@ -612,7 +677,9 @@ plt.close(fig)
 #
 # The optimal escape directions we can compute have the structure Theorem 3.1 describes, and
 # sharper: rank one from the second layer on (Example 1) or everywhere (digits), and linear deep
-# layers. Proposition 3.2 holds in the form "flat or increasing", with a strict increase on
+# layers; on {glue:text}`sts3-gon-n` alternating points, which need a high-rank first layer, the
+# tail energy collapses to rank one right after it, far faster than the theorem's $\ell^{-1/2}$.
+# Proposition 3.2 holds in the form "flat or increasing", with a strict increase on
 # Example 1; Propositions 3.3 and 3.4 hold on every point we tried, and the key inequality of 3.4
 # is tight. What the bounds add at these sizes is little: Theorem 3.1 is vacuous on both real
 # data sets, and in the non-vacuous regime the optima are exactly rank one anyway. These are
@@ -627,7 +694,11 @@ plt.close(fig)
 # speeds across depths is the guide's proposal and covers restarts that stop short of the optimum;
 # the strict-increase threshold 0.08 is $1/2-(\sqrt2-1)$ less a margin; the vacuity threshold
 # (100) is an order of magnitude above the deepest network trained in the book. The solver
-# settings were fixed before the runs of this page, as were these thresholds.
+# settings were fixed before the runs of this page, as were these thresholds. For the
+# {glue:text}`sts3-gon-n`-point data, "high-rank" means $\tau(W_1)>0.1$ and the slope threshold
+# $-2$ is four times the theorem's rate, both stated before the first run; the first run used 8
+# restarts, whose best at depth 3 was a worse local optimum (speed 0.27 instead of 0.29), so the
+# page uses 16 (the thresholds did not move).
 #
 # ## Claims
 
