@@ -29,8 +29,8 @@ with equality for wide enough networks. On the closed orthant ``C_S`` of a sign 
 the pattern's signs): every feasible ``c = a_S + lambda o s`` (``c_j >= a_j`` on ``S``,
 ``c_j <= 0`` off ``S``) is a **dual certificate**, and ``V <= max_{a, S} min_c h(c)``. The best
 ``c`` of each pattern is found by a linear program on a grid of angles (scipy's ``linprog``,
-HiGHS; the grid contains the kinks), whose optimal value is also the exact optimum over the polytope spanned by the grid's
-features: a lower bound on ``V`` attained by a network. The certificate itself is evaluated
+HiGHS; the grid contains the kinks), whose optimal value is also the exact optimum over the
+polytope spanned by the grid's features: a lower bound on ``V`` attained by a network. The certificate itself is evaluated
 exactly with :func:`feature_support`. A grid leaves the certificate slightly above the optimum;
 symmetries of the data (orthogonal maps permuting the points) close the gap: the images of every
 pattern's solution under them are certificates too (``h`` is invariant), and so is the average of
