@@ -152,7 +152,8 @@ ledger.holds("rank-fit-tradeoff", "Sec. 5", "at CPU scale the rank-2 networks (l
              f"test cost {np.median(strong['test_costs']):.3f} vs {np.median(weak['test_costs']):.3f}; ranks "
              f"{strong['mid_ranks']} vs {weak['mid_ranks']}", tradeoff, tolerance="both",
              items="sec5-symmetry", bearing="qualifies", value=cost_gap, lo=0.0,
-             origin="after-seeds: two ridges chosen after pilot runs on seed 0")
+             origin="after-seeds: two ridges chosen after pilot runs on seed 0",
+             vtol=0.06)   # a difference of test costs of runs at the edge of stability: 0.11 here, 0.08 on another CPU
 
 fig, ax = plotting.subplots(1, height=3.0)
 for i, (W, _) in enumerate(strong["nets"]):
