@@ -246,7 +246,8 @@ loo_spread = (max(law.loo_slopes) - min(law.loo_slopes)) if law else math.nan
 ledger.below("law-leave-one-out", "Fig. 1(a)", "spread (largest minus smallest) of the slopes fitted with one depth left "
              "out", "a stable affine law", loo_spread, 0.5, fmt=".2f", items="fig1a", bearing="supports",
              origin="after-seeds: 'every leave-one-out slope within 0.5 of the rank' failed on seed 3 (slopes 2.28-2.53 "
-                    "for rank 3)")
+                    "for rank 3)",
+             vtol=0.25)   # a spread of slopes through medians of chaotic runs: 0.25 here, 0.11 on another CPU kernel
 ledger.above("intercept-above-jacobian", "Thm 3", f"intercept of the line (an estimate of R1) minus the median of "
              f"2 max_x log|J_k f(x)|_+, k = {k_fun} the rank of the learned function", "R1 >= 2 log|Jf(x)|_+",
              (law.intercept if law else math.nan) - law_logJ, 0.0, fmt=".2f", items="thm3", bearing="supports",
@@ -636,8 +637,9 @@ ledger.above("fitting-underestimate-jacobian", "Sec. 3.1", f"networks of the dep
 #
 # ("none": no collapse up to depth {glue:text}`bn2-fact-max`.) The collapse depth is set mostly by
 # the initialisation: with PyTorch's default the networks collapse early, with He's variance
-# (which keeps the signal's size from layer to layer) not at all in this range, and the larger
-# $\lambda$ moves the collapse to smaller depths within an initialisation. The paper's "$L>25$" at
+# (which keeps the signal's size from layer to layer) not at all in this range; the larger
+# $\lambda$ moves the collapse to smaller depths on average over the initialisations (not at every
+# scale on every seed: {doc}`robustness page </book/robustness>`). The paper's "$L>25$" at
 # $\lambda=10^{-3}$ is thus a property of its (unstated) initialisation and optimiser as much as of
 # $\lambda$; and the collapse is a failure of optimisation, not the absence of a fitting minimum:
 # the depth sweep above, from PyTorch's default initialisation but with {glue:text}`bn2-warmup`
