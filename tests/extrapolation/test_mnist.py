@@ -62,3 +62,19 @@ def test_mnist_cnn_matches_the_official_network():
     assert len(ocs.linear_parts(ln, torch.rand(3, 1, 28, 28))) == 5  # input, two convs, two linear layers
     with pytest.raises(ValueError, match="two conv"):
         mnist.mnist_cnn(10, channels=(8, 16, 32))
+
+
+def test_layer_statistics_match_the_separate_functions():
+    torch.manual_seed(1)
+    for norm in (None, "batch", "layer"):
+        net = mnist.mnist_cnn(10, channels=(4, 8), hidden=16, norm=norm).eval()
+        X, Y = torch.rand(70, 1, 28, 28), torch.rand(50, 1, 28, 28) * 0.5
+        j = len(net.convs)
+        V = ocs.top_subspace(net.weight_layers[j].weight, energy=0.95)
+        a = mnist.layer_statistics(net, X, layer=j, V_top=V, batch_size=32)
+        b = mnist.layer_statistics(net, Y, layer=j, V_top=V, batch_size=16)
+        assert torch.allclose(a.sq_norms / b.sq_norms, torch.tensor(ocs.norm_ratios(net, X, Y), dtype=torch.float64),
+                              rtol=1e-5)
+        assert torch.allclose(a.outputs, ocs.predict(net, X), atol=1e-5)
+        rho = ocs.projection_ratio(net.layer_inputs(X)[j], V)
+        assert abs(a.projection - float(rho[torch.isfinite(rho)].mean())) < 1e-6

@@ -74,3 +74,44 @@ def mnist_cnn(d_out: int, *, channels: Sequence[int] = PAPER_CHANNELS, hidden: i
         raise ValueError(f"the MNIST network has two conv layers; got channels={tuple(channels)}")
     return NormCNN(1, image_size, d_out, channels=tuple(channels), hidden=(hidden,), padding=0, pool_after=(1,),
                    norm=norm)
+
+
+@dataclass
+class LayerStatistics:
+    """What :func:`layer_statistics` measures on a set of inputs: ``sq_norms`` the mean squared
+    norm of the input and of every ``W_i phi_i(x)`` (input first, output last; the quantities of
+    :func:`implicit_bias.extrapolation.ocs.norm_ratios`), ``projection`` the mean projection ratio
+    of the input of weight layer ``layer`` onto ``V_top`` (NaN ratios of zero inputs dropped), and
+    ``outputs`` the network's outputs."""
+
+    sq_norms: torch.Tensor
+    projection: float
+    outputs: torch.Tensor
+
+
+@torch.no_grad()
+def layer_statistics(net: NormCNN, X: torch.Tensor, *, layer: int, V_top: torch.Tensor,
+                     batch_size: int = 128) -> LayerStatistics:
+    """Feature norms, the projection ratio and the outputs of ``net`` (in eval mode) on ``X`` in one
+    forward pass per batch (small batches: large temporary tensors cost more in memory allocation
+    than in arithmetic on a CPU). ``norm_ratios(net, X_ood, X_id)`` is
+    ``stats(X_ood).sq_norms / stats(X_id).sq_norms``."""
+    from .ocs import projection_ratio
+
+    was_training = net.training
+    net.eval()
+    sq, rho, outs = [], [], []
+    try:
+        for i in range(0, len(X), batch_size):
+            xb = X[i:i + batch_size]
+            rec: list[torch.Tensor] = []
+            inputs: list[torch.Tensor] = []
+            outs.append(net._run(xb, record=rec, inputs=inputs))
+            # the norms by a reduction, without a float64 copy of every activation (such copies make the
+            # allocator map and unmap memory at every batch, which costs system time)
+            sq.append(torch.stack([torch.linalg.vector_norm(t.flatten(1), dim=1).double().pow(2) for t in (xb, *rec)]))
+            rho.append(projection_ratio(inputs[layer], V_top))
+    finally:
+        net.train(was_training)
+    r = torch.cat(rho)
+    return LayerStatistics(torch.cat(sq, 1).mean(1).cpu(), float(r[torch.isfinite(r)].mean()), torch.cat(outs))
