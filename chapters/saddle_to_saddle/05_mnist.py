@@ -109,6 +109,11 @@ X = training.standardize(X_all).to(dev) if real else X_digits
 y = y_all.to(dev) if real else y_digits
 N, d_in, K = len(y), X.shape[1], int(y.max()) + 1
 ON = "" if real else " [on the 8x8-digits fallback, not MNIST]"  # claims made on the fallback say so
+# The runs sit at saddles, where the last bits of the CPU's arithmetic decide when and how a run escapes: on another
+# machine the statistics of the runs move as if the seed had changed. Their values may then differ from the committed
+# ones by about their spread over seeds 0-4 (at most 0.08 for every numeric claim of this page), not by the default
+# 10%; the verdicts may not change (their margins on the robustness page are at least 2.5 spreads).
+CHAOTIC = 0.15
 glue("sts5-data-sentence", f"The training data: {used} (the {N} training images, {d_in} pixels each, standardised "
      "with one scalar mean and deviation as the paper does)." if real else
      "**No MNIST was found, so this run used scikit-learn's 8x8 digits instead** (see How to run the book): its "
@@ -181,7 +186,7 @@ ledger.holds("origin-plateau", "Fig. 1(a)", "every depth-6 run sits at the initi
              "run (shortest plateau at the origin as a share of the run; largest relative gap of its level to log 10)"
              + ON, "a plateau at the saddle at the origin", f"{origin6.min():.2f}; {level_dev:.1e}",
              bool(origin6.min() >= 0.1 and level_dev <= 0.01), tolerance=">= 0.1; <= 0.01", items="fig1",
-             bearing="supports", proxy=not real, value=float(origin6.min()), lo=0.1,
+             bearing="supports", proxy=not real, value=float(origin6.min()), lo=0.1, vtol=CHAOTIC,
              origin="prior: chapter 4's threshold, kept before this page's first run")
 ledger.above("runs-leave-origin", "setup", "share of the depth-6 runs that leave the origin within the budget" + ON,
              "-", len(left) / len(s6), 0.5, fmt=".2f", bearing="control",
@@ -224,13 +229,13 @@ for key, val in {"rank1-share": f"{int(rank1.sum())} of {len(left)}", "init-rati
 ledger.above("rank-one-escape", "Fig. 1(b), Thm. 3.1", "share of the depth-6 runs that left the origin whose layers 4-6 "
              "have s2/s1 <= 0.3 (mean over the layers) at the escape checkpoint" + ON,
              "one dominant singular value in every layer after the first escape", rank1_share, 0.5, fmt=".2f",
-             items=["fig1", "fig3"], bearing="qualifies", proxy=not real,
+             items=["fig1", "fig3"], bearing="qualifies", proxy=not real, vtol=CHAOTIC,
              origin="after-seeds: pilots on seeds 0-4 (8 runs each) had 3 to 8 of 8 rank-one escapes, so a median over "
                     "runs (chapter 4's statistic) failed on seed 2; restated as a share over 16 runs")
 ledger.above("deeper-more-rank-one", "Fig. 1(b), Fig. 3", "... and the first layer is less rank one than layers 4-6 "
              "(median over those runs of s2/s1(W_1) minus the mean s2/s1 of W_4..W_6 at the escape checkpoint)" + ON,
              "particularly pronounced in layers 4-6", float(np.median(w1_esc - deep_esc)) if len(left) else float("nan"),
-             0.1, fmt=".2f", items=["fig1", "fig3"], bearing="supports", proxy=not real,
+             0.1, fmt=".2f", items=["fig1", "fig3"], bearing="supports", proxy=not real, vtol=CHAOTIC,
              origin="prior: chapter 4's threshold, kept before this page's first run")
 
 # %% [markdown]
@@ -262,14 +267,14 @@ ledger.holds("conj3-stays-rank-one", "Sec. 5 (3)", "of the runs rank one at the 
              "the second plateau at the end, the share whose layers 4-6 are still rank one (mean s2/s1 <= 0.3) at the "
              "end (kept of such runs)" + ON, "rank-one layers remain rank one until the next saddle",
              f"{len(kept)} of {len(stay)}", bool(len(stay) >= 4 and kept_share >= 0.75), tolerance=">= 0.75 of >= 4 runs",
-             items="conj3", bearing="supports", proxy=not real, value=kept_share, lo=0.75,
+             items="conj3", bearing="supports", proxy=not real, value=kept_share, lo=0.75, vtol=CHAOTIC,
              origin="after-seeds: first the largest s2/s1 over such runs (<= 0.3, chapter 4's threshold), which failed on "
                     "seed 1 (one run of ten at 0.41, starting its next escape); 'on the second plateau' replaced "
                     "chapter 4's 'final loss >= 1.6', which counted runs still at the origin")
 ledger.above("second-direction", "Fig. 1(c)", "runs below loss 1.6 at the end (under the second plateau) have a second "
              "direction in layers 4-6 (smallest mean s2/s1 of W_4..W_6 at the end over such runs; NaN if none)" + ON,
              "a second singular value by the end of training", second_min, 0.4, fmt=".2f", items="fig1",
-             bearing="supports", proxy=not real,
+             bearing="supports", proxy=not real, vtol=CHAOTIC,
              origin="after-seeds: pilots on seeds 0-4 (8 runs, 6000 steps) gave 0.54-0.75; 1.6 is chapter 4's level")
 
 # %% [markdown]
@@ -467,7 +472,10 @@ for key, val in {"change-summary": change_summary, "digits-steps": f"{P['digits_
 # asks that at least three quarters of those runs (and at least four runs) keep rank-one deep
 # layers. The second direction of Figure 1(c) means a deep $s_2/s_1$ of at least 0.4 in the runs
 # below loss 1.6 (pilots: 0.54-0.75). The step (thirty times the paper's) and the number of runs (16) were also chosen
-# after those pilots.
+# after those pilots. **Across machines**, the numeric claims that depend on when and how the runs
+# escape carry a tolerance of 0.15 on their values (`vtol`, about twice their largest spread over
+# seeds 0-4): on other CPU kernels the runs escape differently, as on another seed (a first check
+# on other kernels moved `deeper-more-rank-one` from 0.18 to 0.21).
 #
 # ## Claims
 
