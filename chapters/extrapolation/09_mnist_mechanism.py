@@ -248,11 +248,15 @@ print("mean projection ratio of the hidden layer's input, per rotation angle (me
 for n in NORMS:
     print(f"  {NORM_NAMES[n]:<10}" + "".join(f"{v:>8.3f}" for v in proj[n].mean(0)))
 fall_nn = lb(proj[None][:, 0] - proj[None][:, -1])
-ledger.above("proj-falls-nn", "Fig. 4", f"no norm: projection ratio, 0 minus 90 degrees ({LO})" + ON,
-             "decreases with shift", fall_nn, 0.0, fmt=".3f", items="fig4-proj", bearing="supports", proxy=not real,
-             origin="prior: the part's 2-SE rule (chapter 03 finds it flat on 8x8 digits under blur)")
-glue("ocs9-proj-summary", (f"Without normalisation the fraction falls from {proj[None].mean(0)[0]:.3f} to "
-                           f"{proj[None].mean(0)[-1]:.3f} as the rotation grows to 90 degrees."
+ledger.above("proj-falls-nn", "Fig. 4", f"no norm: projection ratio, 0 minus 90 degrees ({LO}); a fall of a few "
+             "hundredths, against 0.2 on the paper's CIFAR-10 axis" + ON,
+             "decreases with shift", fall_nn, 0.0, fmt=".3f", items="fig4-proj", bearing="qualifies", proxy=not real,
+             origin="prior: the part's 2-SE rule (chapter 03 finds it flat on 8x8 digits under blur); bearing "
+                    "'qualifies' after the seed sweep (seed 1: 0.000)")
+glue("ocs9-proj-summary", (f"Without normalisation the fraction falls, but only a little: from "
+                           f"{proj[None].mean(0)[0]:.3f} to {proj[None].mean(0)[-1]:.3f} as the rotation grows to 90 "
+                           "degrees (the paper's CIFAR-10 ratio moves by about 0.2); on one seed of five the fall is "
+                           "barely above zero (robustness page)."
                            if fall_nn > 0 else
                            f"Without normalisation the fraction does not fall clearly ({proj[None].mean(0)[0]:.3f} at 0 "
                            f"degrees, {proj[None].mean(0)[-1]:.3f} at 90)."), display=False)
@@ -355,7 +359,9 @@ glue("ocs9-change-summary", (f"Between chapter 03's setting (8x8 digits, blur) a
 # zero), fixed before this page's first run, in the paper's direction. **Changed after seeing seed
 # 0:** the constant was first claimed closer to the label marginal than the uniform distribution is
 # (`const-nearer-ocs`); it was not (the ratio of the two KLs was 0.94-1.04), so the claim now states
-# the finding, a ratio above one half, with the bearing `qualifies`. The recipe is that of
+# the finding, a ratio above one half, with the bearing `qualifies`. **After the seed sweep**
+# `proj-falls-nn` became `qualifies` (its verdict unchanged): on seed 1 the fall was 0.000 at two
+# standard errors, so the fall is real on average but too small to rest a "supports" on. The recipe is that of
 # {doc}`08_mnist` (learning rate 0.002), with 2400 training images before subsampling and 5 epochs
 # to fit the CPU budget (the first run used 3000 images and 6 epochs, with the same verdicts).
 #
