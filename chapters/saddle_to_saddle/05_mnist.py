@@ -426,8 +426,8 @@ for name in stats_d:
 rank1_digits = float(np.mean([s.deep_escape <= 0.3 for s in sD if s.left_origin]))
 print(f"{'(this page) share of rank-one escapes at the escape checkpoint':<88}{rank1_digits:>8.2f}     "
       f"{rank1_share:>8.2f}")
-change_summary = (f"Of chapter 4's five depth-6 verdicts, {len(changed)} change on MNIST at this page's recipe: "
-                  + ", ".join(changed) + "." if changed else
+change_summary = (f"Of chapter 4's five depth-6 verdicts, {len(changed)} {'changes' if len(changed) == 1 else 'change'} "
+                  "on MNIST at this page's recipe: " + ", ".join(changed) + "." if changed else
                   "None of chapter 4's five depth-6 verdicts changes on MNIST at this page's recipe.")
 for key, val in {"change-summary": change_summary, "digits-steps": f"{P['digits_steps']:,}",
                  "rank1-digits": f"{rank1_digits:.2f}", "rank1-mnist": f"{rank1_share:.2f}",
