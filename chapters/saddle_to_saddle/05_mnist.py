@@ -189,7 +189,7 @@ ledger.holds("origin-plateau", "Fig. 1(a)", "every depth-6 run sits at the initi
              bearing="supports", proxy=not real, value=float(origin6.min()), lo=0.1, vtol=CHAOTIC,
              origin="prior: chapter 4's threshold, kept before this page's first run")
 ledger.above("runs-leave-origin", "setup", "share of the depth-6 runs that leave the origin within the budget" + ON,
-             "-", len(left) / len(s6), 0.5, fmt=".2f", bearing="control",
+             "-", len(left) / len(s6), 0.5, fmt=".2f", items="fig1", bearing="control",
              origin="prior: the step was chosen so that most runs escape")
 large_origin = max(s.origin_share for s in sL)
 large_deep = min(s.deep_final for s in sL)
