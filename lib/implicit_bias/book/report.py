@@ -119,7 +119,7 @@ def _failure(nb_path: Path) -> dict[str, str] | None:
 
 
 def cited_claims(ledgers: Sequence[ChapterLedger]) -> list[scorecards.CitedClaim]:
-    return [scorecards.CitedClaim(led.chapter, c) for led in ledgers for c in led.claims]
+    return [scorecards.CitedClaim(led.chapter, c, led.data) for led in ledgers for c in led.claims]
 
 
 REPORT_INTRO = """\

@@ -85,6 +85,7 @@ class CitedClaim:
 
     chapter: str  # chapters/<part>/<name>, no suffix
     claim: Claim
+    data: str = ""  # what the chapter's run trained on (its ledger's data line)
 
     @property
     def part(self) -> str:
@@ -218,11 +219,20 @@ def share_with_finding(rows: Sequence[ItemStatus]) -> float:
     return sum(bool(r.findings) for r in rows) / max(len(rows), 1)
 
 
+def data_badge(c: CitedClaim) -> str:
+    """``", on MNIST (10k real digits)"`` for a direct (non-proxy) claim of a chapter that ran on real
+    MNIST (its ledger's data line starts with "MNIST"; the name is the part before the colon), so
+    the scorecard says what data a finding stands on; empty otherwise."""
+    if c.claim.proxy or not c.data.startswith("MNIST"):
+        return ""
+    return f", on {c.data.split(':', 1)[0].strip()}"
+
+
 def claim_refs(cited: Sequence[CitedClaim]) -> str:
     """Claim ids linked to their ledgers in the report (anchors ``claims-<part>-<name>``)."""
     parts = []
     for c in cited:
-        label = f"`{c.claim.id}` ({c.claim.bearing or '?'}{', proxy' if c.claim.proxy else ''})"
+        label = f"`{c.claim.id}` ({c.claim.bearing or '?'}{', proxy' if c.claim.proxy else ''}{data_badge(c)})"
         parts.append(f"[{label}](#{anchor(c.chapter)})")
     return "; ".join(parts) if parts else ""
 
