@@ -378,7 +378,7 @@ glue("syn-p2-gap", f"{p2_gap:.2f}", display=False)
 glue("syn-p2-ratio", f"{p2_ratio:.2f}", display=False)
 ledger.below("p2-not-one-at-a-time", "P2", "small init: time from s_1 to s_2 crossing 0.5, fraction of the run "
              "(smallest over runs); prediction P2 said > 0.05 in every run", "P2 fails: < 0.05 in some run", p2_gap,
-             0.05, fmt=".2f", items="p2", bearing="BEARING-P2A",
+             0.05, fmt=".2f", items="p2", bearing="qualifies",
              origin="after-seeds: restated as P2's failure after seed 0; the bound 0.05 is P2's")
 ledger.above("p2-not-rank-one", "P2", "small init: s_2 / s_1 of the middle layer W when s_1 crosses 0.5 (largest "
              "over runs); prediction P2 said < 0.3 in every run (bound 0.2 set after seeds 0-4)",
