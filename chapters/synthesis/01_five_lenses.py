@@ -25,10 +25,11 @@
 # **one family** of multilayer perceptrons, as a few batched computations, and reads the faces off
 # the same runs with the measuring tools of the parts: the conserved quantities and neuron
 # invariants of `implicit_bias.invariances`, the ratio $\lVert W\rVert_2/\lVert W\rVert_F$ of
-# `implicit_bias.rank_minimization`, the learned rank and input Jacobians of
-# `implicit_bias.bottleneck`, and the escape directions of `implicit_bias.saddle_to_saddle`. The
-# extrapolation lens (predictions P6 and P7, on digits) has its own page,
-# {doc}`02_depth_and_reversion`; the {doc}`map </book/map>` shows how the papers' objects connect.
+# `implicit_bias.rank_minimization`, the learned rank of `implicit_bias.bottleneck`, and the
+# escape directions of `implicit_bias.saddle_to_saddle`. The extrapolation lens (predictions P6
+# and P7, on digits) has its own page, {doc}`02_depth_and_reversion`, and so has a question that
+# needs two papers (P8), {doc}`03_pauses_and_minima`; the {doc}`map </book/map>` shows how the
+# papers' objects connect.
 #
 # The family: ReLU MLPs of width $w$ and depth $L$ (number of weight matrices), trained by full-batch
 # gradient descent with the engines of `implicit_bias.train` and `implicit_bias.ensembles`.
@@ -46,13 +47,15 @@
 
 # %% [markdown]
 # :::{admonition} What this page shows
-# Seven predictions that connect the papers were written before the runs; a review (2026-11-26)
-# found that several first failures were artifacts of how they were measured. The rows as first
+# Seven predictions were written before the runs (P1, P3, P4 and P6 connect two papers; P2, P5
+# and P7 are one paper's own statement measured on these networks); a review (2026-11-26) found
+# that several first failures were artifacts of how they were measured. The rows as first
 # written stay; rows added after the review measure the same predictions without the artifacts.
 # On seeds 0-4 ({doc}`robustness page </book/robustness>`):
 # - **P1 fails, but not as first reported.** Counted with one threshold, the small-initialisation
-#   network has *at least as many* large singular values as the regularised one at depth 4 and
-#   fewer at depth 6: escaped saddles and the learned rank are different counts, in no fixed order.
+#   network has *at least as many* large singular values as the regularised one at depth 4 (more
+#   with Jacot's threshold) and fewer or as many at depth 6: escaped saddles and the learned rank
+#   are different counts, in no fixed order.
 # - **P2 is not resolved at this scale.** The update $W-W_0$ is close to rank one when it first
 #   grows (the first row's second direction was the random initial bulk), but at depth 4 the first
 #   two directions appear almost together, and the runs do not leave along an escape direction of
@@ -125,8 +128,8 @@
 # same predictions without the artifact, each in the section of its prediction: P1 counted with
 # **one** threshold in both arms, on what training wrote (the update $W-W_0$ from small
 # initialisation, whose random initial bulk reaches about 0.2, and $W$ with $L_2$, whose initial
-# weights decay by a factor below $e^{-8}$); P2(b) on the update, with log-spaced records early in
-# the run, and the saddle-to-saddle part's test of an escape direction
+# weights decay by a factor below $e^{-8}$ at depths 4 and 6); P2(b) on the update, with
+# log-spaced records early in the run, and the saddle-to-saddle part's test of an escape direction
 # (`saddle_to_saddle.localized.kkt_residual`); P3(a) with a smaller step, since gradient descent
 # conserves the differences of layer norms only up to terms of order $\eta^2$ per step (Appendix F
 # of {cite:t}`le2022training`); P3(b) checked against its hypothesis, a critical point of the

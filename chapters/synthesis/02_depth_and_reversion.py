@@ -275,13 +275,14 @@ ledger.above("p7r-noise-own-criterion", "P7", "added 2026-11-26: digits, clipped
 # **What the runs show, compared fairly.** The deeper networks fit the training set much faster:
 # the training cross-entropy that every network reaches, {glue:text}`p6r-target`, is reached by
 # depth 8 after a few hundred steps and by depth 2 only at the end (checkpoints printed above),
-# and their fitted temperatures are larger (the deeper networks are over-confident). Compared at
+# and they need larger temperatures (they are more confident for their accuracy). Compared at
 # that loss and after temperature scaling, the deeper network still reverts faster in only
 # {glue:text}`p6r-count` of the three shifts: P6 fails, the artifact-free way too. Confidence
 # explains part of the first result, not all: the depth-8 minus depth-2 difference in the shrink
 # factor, {glue:text}`p6r-gap-raw` as trained (mean over shifts), is {glue:text}`p6r-gap` at the
 # same loss and temperature, a fraction {glue:text}`p6r-share` of it (seed 0; the
-# {doc}`robustness page </book/robustness>` gives seeds 0-4); it shrinks most for clipped noise.
+# {doc}`robustness page </book/robustness>` gives seeds 0-4; the shrink factors of each shift
+# are printed above).
 # P7's own criterion for clipped noise is met: the largest ratio over depths and networks is
 # {glue:text}`p7r-noise` (seed 0), at or above 1, so P7 fails for clipped noise as it was written;
 # the mean ratio, about 0.9, says that clipped noise moves the norms little either way, far from
