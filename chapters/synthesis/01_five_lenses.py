@@ -489,7 +489,7 @@ drift_small_step = max([drift_slow] + [float(conserved_drift(small[L]["norms"]).
                                        for L, eta in zip(P["small_depths"], P["small_eta"])
                                        if eta <= P["slow_eta"] and L != L_slow])
 fit_slow = float((slow["loss"][:, -1] / slow["loss"][:, 0]).max())
-slow_acquired = int(structure.layer_ranks([slow["W"][mid(L_slow)]], 0.5).min())
+slow_escaped = int((structure.layer_ranks([slow["W"][mid(L_slow)]], 0.5) >= 1).sum())
 # added 2026-11-26: distance from a critical point of (1/2)(C + lambda ||theta||^2), relative to lambda ||theta||
 Wg = [W.clone().requires_grad_(True) for W in run.weights]
 bg = [b.clone().requires_grad_(True) for b in run.biases]
@@ -542,12 +542,14 @@ ledger.above("p3r-raised-step-drifts", "control", f"added 2026-11-26: the same d
              "the first rows (largest over runs): the measure can fail", "> 0.05", float(drift.max()), 0.05,
              fmt=".3f", items="p3", bearing="control", origin="prior: the same 5%")
 ledger.above("p3r-small-step-escapes", "control", f"added 2026-11-26: the rerun at eta0 = {P['slow_eta']} leaves the "
-             "origin: singular values above 0.5 acquired by its middle layer (smallest over runs)", ">= 1",
-             slow_acquired, 0.5, fmt=".0f", items="p3", bearing="control", origin="prior: as small-arm-escapes")
+             "origin: runs whose middle layer acquires a singular value above 0.5 (restated after seeds 0-4 as a "
+             "count of runs)", f"all {len(seeds)}", slow_escaped, len(seeds) - 0.5, fmt=".0f", items="p3",
+             bearing="control", origin="after-seeds: the smallest count of acquired values had margin 0.9")
 ledger.above("p3r-not-critical", "control", f"added 2026-11-26: deepest fitting L2 depth: norm of the gradient of "
              "(1/2)(C + lambda ||theta||^2) over lambda ||theta|| (smallest over seeds): far from a critical point, "
              "where it is 0", "> 1", grad_rel, 1.0, fmt=".1f", items="p3", bearing="control",
-             origin="prior: 1 is the size of the weight-decay term itself")
+             origin="prior: 1 is the size of the weight-decay term itself",
+             vtol=15.0)   # the gradient at the last step of an oscillating run moves with the CPU (13 to 19 seen)
 
 # %% [markdown]
 # **P3: what the runs show.** From small initialisation with the steps of the first runs, the final
@@ -700,8 +702,12 @@ ledger.between("p5-norm-slope", "P5", f"L2: slope of ||theta||^2 against depth o
 # their own learned rank (the per-depth mode picked a rank-2 range containing non-fitting networks
 # on seed 0); the escape control counts acquired singular values instead of a loss ratio (some
 # depth-6 runs sit on their second plateau at the end). On 2026-11-26, after review: the rows
-# marked "added 2026-11-26" (the step 0.5 and the thresholds of the P1 and P2 rows follow the
-# review, which had seen runs), the relabelling of rows whose failure was an artifact or outside
+# marked "added 2026-11-26" (the step 0.5 follows the review, which had seen runs; the rows were
+# designed on prototype runs of seeds 0-3, which chose the median over runs for P2(b)'s update
+# row, since one run of seed 1 exceeds 0.3; the drift rather than the spread for P3(a), since
+# reruns still on their first plateau keep a spread above 5%; Jacot's threshold 0.1 for P1's
+# contradiction, since with 0.5 the depth-4 counts are equal on some seeds; and the bound 0.5 of
+# the escape-direction control), the relabelling of rows whose failure was an artifact or outside
 # the prediction's setting (`p1-fewer-than-l2-rank`, `p2-not-one-at-a-time`, `p2-not-rank-one`,
 # `p3a-norms-not-equal`, `p3b-not-balanced`: from `contradicts` to `qualifies`, their verdicts
 # unchanged; `p1-fewer-than-l2-rank` now exposes its count with a half-integer bound), and the

@@ -23,11 +23,12 @@
 # at the depths of the small arm with the same seeds, so the networks are the same).
 #
 # :::{admonition} What this page shows
-# - **P8 fails.** At the end of its run the small-initialisation network computes a function
-#   *nearer* to the $L_2$ network's than a network trained from standard initialisation does, but
-#   not the same one: two $L_2$ networks of different seeds agree far better with each other, and
-#   the training costs differ by more than a factor of 2 at depth 4 (the unregularised network fits
-#   better). Seeds 0-4 on the {doc}`robustness page </book/robustness>`.
+# - **P8 fails.** At the end of its run the small-initialisation network does not compute the
+#   $L_2$ network's function: at depth 6 it stops on a plateau of lower rank; at depth 4, where it
+#   converges, its function is *nearer* to the $L_2$ network's than a network trained from
+#   standard initialisation is, but two $L_2$ networks of different seeds agree better with each
+#   other, and it fits the data better than the regularised network. Seeds 0-4 on the
+#   {doc}`robustness page </book/robustness>`.
 # :::
 #
 # ## The prediction, written and committed before its first run
@@ -190,8 +191,12 @@ p8_cost = max(abs(math.log(v["cost_small"] / v["cost_reg"])) for v in p8.values(
 p8_ctrl = max(v["plain_reg"] for v in p8.values())
 for key, val in (("sim", p8_sim), ("cost", math.exp(p8_cost)), ("ctrl", p8_ctrl)):
     glue(f"p8-{key}", f"{val:.2f}", display=False)
-p8_closer = min(v["small_reg"] - v["plain_reg"] for v in p8.values())
+L_top = min(p8)   # the shallowest depth: there the small-initialisation runs have converged
+p8_closer = p8[L_top]["small_reg"] - p8[L_top]["plain_reg"]
+p8_below_ref = p8[L_top]["reg_reg"] - p8[L_top]["small_reg"]
 glue("p8-closer", f"{p8_closer:.2f}", display=False)
+glue("p8-below-ref", f"{p8_below_ref:.2f}", display=False)
+glue("p8-top", L_top, display=False)
 glue("p8-table", "; ".join(f"$L={L}$: {v['small_reg']:.2f} (plain {v['plain_reg']:.2f}, other $L_2$ seeds "
                                f"{v['reg_reg']:.2f}), costs {v['cost_small']:.3f} and {v['cost_reg']:.3f}"
                                for L, v in p8.items()), display=False)
@@ -201,14 +206,24 @@ ledger.below("p8-same-subspace", "P8", "added 2026-11-26: Jacobian-subspace simi
              "P8 fails: <= 0.8 at some depth", p8_sim, 0.8, fmt=".2f", items="p8", bearing="contradicts",
              origin="prior: P8's bound, committed before its first run; restated as its failure after that run")
 ledger.above("p8-same-cost", "P8", "added 2026-11-26: |log| of the ratio of training costs C, small init over L2 "
-             "(medians over networks), largest over depths; prediction P8 said < log 2 (restated after its first run)",
-             "P8 fails: costs differ by more than 2x", p8_cost, math.log(2), fmt=".2f", items="p8",
-             bearing="contradicts",
-             origin="prior: P8's bound, committed before its first run; restated as its failure after that run")
-ledger.above("p8-closer-than-plain", "P8", "added 2026-11-26: similarity small-init vs L2 minus plain vs L2, "
-             "smallest over depths: small initialisation lands nearer the L2 network's function than standard "
-             "initialisation does", "> 0 (seen on the first run)", p8_closer, 0.0, fmt=".2f", items="p8",
-             bearing="qualifies", origin="after-seeds: seen on P8's first run (seed 0)")
+             "(medians over networks), largest over depths; prediction P8 said < log 2 (restated after its first run); "
+             "above log 2 on seeds 0-4 but within one spread of it: not resolved at this scale",
+             "P8(b) fails: costs differ by more than 2x", p8_cost, math.log(2), fmt=".2f", items="p8",
+             bearing="qualifies", origin="prior: P8's bound, committed before its first run; restated as its "
+                                         "failure after that run; bearing qualifies after seeds 0-4")
+ledger.above("p8-closer-than-plain", "P8", f"added 2026-11-26: depth {L_top} (small-init runs converged): similarity "
+             "small-init vs L2 minus plain vs L2: small initialisation lands nearer the L2 network's function than "
+             "standard initialisation does", "> 0", p8_closer, 0.0, fmt=".2f", items="p8", bearing="qualifies",
+             origin="after-seeds: seen on P8's first run (seed 0), restricted to the shallowest depth after seeds "
+                    "0-4 (at depth 6 some runs end on their first plateau)")
+ledger.above("p8-below-l2-reference", "P8", f"added 2026-11-26: depth {L_top}: similarity of two L2 networks of "
+             "different seeds minus small-init vs L2: the small-init function is not the L2 one", "> 0",
+             p8_below_ref, 0.0, fmt=".2f", items="p8", bearing="qualifies",
+             origin="after-seeds: chosen after seeds 0-4")
+ledger.above("p8-small-fits-better", "P8", f"added 2026-11-26: depth {L_top}: log of the training cost C of the L2 "
+             "network over that of the small-init network (medians over networks): the unregularised network fits "
+             "better", "> 0", math.log(p8[L_top]["cost_reg"] / p8[L_top]["cost_small"]), 0.0, fmt=".2f", items="p8",
+             bearing="qualifies", origin="after-seeds: chosen after seeds 0-4")
 ledger.below("p8-control-plain", "control", "added 2026-11-26: the same similarity between the plain network "
              "(standard init, no L2) and the L2 network, largest over depths: the measure can tell functions apart",
              "< 0.8", p8_ctrl, 0.8, fmt=".2f", items="p8", bearing="control", origin="prior")
@@ -217,14 +232,17 @@ ledger.below("p8-control-plain", "control", "added 2026-11-26: the same similari
 # **P8: what the runs show.** P8 fails. By depth: {glue:text}`p8-table` (seed 0: Jacobian-
 # subspace similarity of the small-initialisation and $L_2$ networks, in brackets the same for the
 # plain network and for two $L_2$ networks of different seeds; then the training costs of the small
-# and $L_2$ networks). The small-initialisation network ends nearer the function of the $L_2$
-# network than a network trained from standard initialisation does (by at least
-# {glue:text}`p8-closer` in similarity), but not at it: two $L_2$ networks of different seeds
-# agree much better with each other than with it, and at depth 4, where the small network has
-# converged, it fits the data several times better than the regularised one (the penalty
-# $\lambda\lVert\theta\rVert^2$ costs the $L_2$ network some fit). The plateaus of
-# saddle-to-saddle training and the minima of the regularised loss are therefore related, not the
-# same functions, at this scale.
+# and $L_2$ networks). The failure is clearest at depth 6, where the small-initialisation runs end
+# on a plateau, a function of lower rank than the regularised one. At
+# depth {glue:text}`p8-top`, where they converge, the small network's function is nearer the
+# $L_2$ network's than a network trained from standard initialisation is (by
+# {glue:text}`p8-closer` in similarity), but not at it: two $L_2$ networks of different seeds agree
+# better with each other (by {glue:text}`p8-below-ref`), and the small network fits the data
+# better than the regularised one, whose penalty $\lambda\lVert\theta\rVert^2$ costs it some fit;
+# the largest cost ratio over the depths exceeds P8's factor 2 on every seed, by an amount that
+# varies widely (seeds 0-4 on the {doc}`robustness page </book/robustness>`). The plateaus of
+# saddle-to-saddle training and the minima of the regularised loss are related, not the same
+# functions, at this scale.
 
 # %% [markdown]
 # ## Claims
