@@ -30,12 +30,15 @@ class Node:
 @dataclass(frozen=True)
 class Edge:
     """A connection between two parts, labelled with what links them (and the synthesis
-    prediction that tests it, ``P1``..``P7`` of chapters/synthesis/01_five_lenses)."""
+    prediction that tests it, ``P1``..``P8`` of chapters/synthesis/). ``cross`` is False for a
+    prediction that is one paper's own statement measured on the synthesis's networks (drawn
+    dashed, between that paper and the paper whose measure it borrows)."""
 
     a: str
     b: str
     label: str
     at: float = 0.5   # where the label sits along the arrow, from a (0) to b (1)
+    cross: bool = True
 
 
 NODES: tuple[Node, ...] = (
@@ -56,11 +59,13 @@ NODES: tuple[Node, ...] = (
 EDGES: tuple[Edge, ...] = (
     Edge("invariances", "bottleneck", "P3: balanced layers,\n$\\|W_\\ell\\|_F^2\\approx k$", 0.72),
     Edge("invariances", "rank_minimization", "P4: alignment of adjacent layers"),
-    Edge("saddle_to_saddle", "bottleneck", "P1: escapes = learned rank?"),
-    Edge("saddle_to_saddle", "rank_minimization", "P2: singular values\none at a time"),
-    Edge("rank_minimization", "bottleneck", "P5: $\\|\\theta\\|^2$ grows like $kL$", 0.72),
+    Edge("saddle_to_saddle", "bottleneck", "P1: escapes = learned rank?\nP8: pauses at the\n$L_2$ functions?"),
+    Edge("saddle_to_saddle", "rank_minimization", "P2: singular values\none at a time\n(saddle paper's own)",
+         cross=False),
+    Edge("rank_minimization", "bottleneck", "P5: $\\|\\theta\\|^2$ grows like $kL$\n(Jacot's own law)", 0.72,
+         cross=False),
     Edge("bottleneck", "extrapolation", "P6: deeper = faster\nreversion?"),
-    Edge("invariances", "extrapolation", "P7: late-layer norms"),
+    Edge("invariances", "extrapolation", "P7: late-layer norms\n(Kang et al.'s own)", cross=False),
 )
 
 
@@ -83,7 +88,8 @@ def draw_map():
     for e in EDGES:
         (x0, y0), (x1, y1) = where[e.a].xy, where[e.b].xy
         ax.annotate("", xy=(x1, y1), xytext=(x0, y0),
-                    arrowprops=dict(arrowstyle="<->", color="#7a7a7a", lw=1.2, shrinkA=38, shrinkB=38))
+                    arrowprops=dict(arrowstyle="<->", color="#7a7a7a", lw=1.2, shrinkA=38, shrinkB=38,
+                                    ls="-" if e.cross else "--"))
         ax.text(x0 + e.at * (x1 - x0), y0 + e.at * (y1 - y0), e.label, ha="center", va="center", fontsize=7.5,
                 color="#303030", zorder=4,
                 bbox=dict(boxstyle="round,pad=0.2", fc="white", ec="none", alpha=0.9))
