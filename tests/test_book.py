@@ -105,6 +105,21 @@ def test_claims_cite_items_of_their_paper_with_a_bearing():
     assert not bad, "claims without items/bearing or citing unknown items:\n" + "\n".join(bad)
 
 
+def test_every_claim_states_the_origin_of_its_threshold():
+    """Every claim of a committed notebook says where its threshold comes from (one of
+    ``claims.ORIGINS``; an ``after-seeds`` origin also says what was seen), so the robustness page
+    can list the thresholds set after results were seen (CONTRIBUTING.md, Claims)."""
+    from implicit_bias.claims import ORIGINS
+
+    bad = []
+    for ledger in report.collect_ledgers(ROOT, CHAPTERS):
+        for c in ledger.claims:
+            kind, _, what = (c.origin or "").partition(":")
+            if kind.strip() not in ORIGINS or (kind.strip() == "after-seeds" and not what.strip()):
+                bad.append(f"{ledger.chapter}: {c.id} (origin {c.origin!r})")
+    assert not bad, "claims without a valid origin=:\n" + "\n".join(bad)
+
+
 def test_seed_sweep_is_up_to_date():
     """book/robustness.md lists exactly the current claims (checked without re-running the sweep)."""
     stale = seeds.staleness(ROOT, CHAPTERS)
