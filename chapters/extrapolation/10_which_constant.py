@@ -35,7 +35,8 @@
 #   constant that starts at a far-away OCS back towards zero.
 # - **Fig. 9 in small**: under impulse noise the Gaussian-NLL CNN's internal norm grows and its
 #   mean prediction rises, as the paper reports for its age regressor, but its KL to the OCS rises
-#   by at most a quarter (at two standard errors), and on this seed it falls.
+#   by at most a quarter (at two standard errors); whether it rises or falls at all varies with the
+#   seed ({doc}`/book/robustness`).
 # - **Guidance** (end of the page): rely on reversion for shifts that remove signal, with a bounded
 #   output, and for a squared-error model only after checking where its accumulated constant sits.
 # :::
@@ -436,7 +437,8 @@ ledger.below("fig9-norm-blur", "Fig. 9", f"Gaussian-NLL CNN, blur sev 5: log nor
 # ## Guidance: when to rely on reversion
 #
 # The evidence of this part ({doc}`02_reversion_with_shift` to {doc}`07_sharper_tests` and this
-# page; every statement below is a claim of one of these pages, checked on seeds 0-4) points to three
+# page; every finding below is a claim of one of these pages, checked on seeds 0-4; the advice
+# built on them, such as centring the targets, was not run) points to three
 # questions to ask before relying on "out of distribution means the OCS".
 #
 # 1. **Does the shift remove signal from the input, or add energy to it?** Shifts that remove
@@ -445,7 +447,8 @@ ledger.below("fig9-norm-blur", "Fig. 9", f"Gaussian-NLL CNN, blur sev 5: log nor
 #    {doc}`06_when_reversion_fails`. Shifts that add energy or are optimised against the network
 #    (unclipped noise, iterated FGSM) moved the reward models far *away* from the OCS in
 #    {doc}`06_when_reversion_fails`, with growing output norms; large rotations, which keep the
-#    pixel energy, moved them away too and brought the classifiers back towards their clean KL. A
+#    pixel energy, moved the MLP reward model away too (the CNN's is not resolved) and brought the
+#    classifiers back towards their clean KL. A
 #    feature norm that *grows* at the output says "do not rely on reversion"; one that shrinks does
 #    not guarantee it ({doc}`03_mechanism`: shrinking output norms with predictions moving away).
 # 2. **Is the output bounded, and is the fall of the distance specific to the OCS?** A bounded
