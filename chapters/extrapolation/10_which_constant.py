@@ -28,7 +28,8 @@
 # - **A squared-error network reverts to the constant it has accumulated**, and that constant is
 #   the OCS only when training puts it there. Predictions on strongly blurred digits (blur of 3
 #   pixels, nearly flat images) follow the network's own constant $f(0)$: starting the output bias
-#   at the OCS makes the reward model revert all the way; shifting one-hot targets by $+3$ (an OCS
+#   at the OCS makes the reward model revert (its blurred distance to the OCS is
+#   {glue:text}`ocs10-rho-rw-ocs:.2f` times the clean one, mean over the runs); shifting one-hot targets by $+3$ (an OCS
 #   far from where the initialisation puts the constant) makes the blurred predictions end many
 #   times farther from the OCS than the clean ones; longer training with weight decay brings the
 #   constant, and the blurred predictions, closer to the OCS, while weight decay also pulls a
@@ -182,7 +183,7 @@ glue("ocs10-wd", P["weight_decay"], display=False)
 glue("ocs10-flat", FLAT_BLUR, display=False)
 
 # %%
-fig, axes = plotting.subplots(2, height=2.8)
+fig, axes = plotting.subplots(2, height=3.4)
 markers = {"one-hot": "o", f"one-hot + {OFFSET:g}": "s", "rewards": "^"}
 for i, arm in enumerate(ARMS):
     r = fac[arm]
@@ -194,13 +195,13 @@ for i, arm in enumerate(ARMS):
 axes[0].set(xscale="log", yscale="log", xlabel=r"$\|c-\bar y\|^2$ / clean distance",
             ylabel=r"$\rho$ = distance(flat) / distance(clean)")
 axes[0].axhline(1.0, color="grey", lw=0.8)
-axes[0].legend(fontsize=5, loc="upper left")
+axes[0].legend(fontsize=6, loc="upper left")
 names = [f"{FAM_SHORT[a[0]]}\n{'OCS' if a[1] == 'at the OCS' else 'def'}\n{a[2][0]}" for a in ARMS]
 means = [np.exp(fac[a]["log_rho"]).mean() for a in ARMS]
 axes[1].bar(range(len(ARMS)), means, color=[plotting.color(0 if a[1] == "default" else 1) for a in ARMS])
 axes[1].set_yscale("log")
 axes[1].axhline(1.0, color="grey", lw=0.8)
-axes[1].set_xticks(range(len(ARMS)), names, fontsize=6)
+axes[1].set_xticks(range(len(ARMS)), names, fontsize=7)
 axes[1].set(ylabel=r"mean $\rho$ over the runs")
 glue("fig-ocs10-factorial", fig, display=False)
 plt.close(fig)
