@@ -164,7 +164,8 @@ glue("th-cos-min", min(float(c.min()) for c in cosines.values()), display=False)
 shrink = float((drop_fine / np.maximum(drop_coarse, 1e-12)).max())
 ledger.below("d1-margin-discretisation", "Lemma D.1 (Lyu & Li)", "the normalised margin's decreases are a discretisation effect: largest decrease with the step cut 4x / with the step, worst member",
              "monotone under gradient flow", shrink, 0.5, fmt=".2f", items="setting-homogeneous", bearing="control",
-             origin="prior: an O(eta) effect shrinks about 4x; at least 2x required")
+             origin="prior: an O(eta) effect shrinks about 4x; at least 2x required",
+             vtol=0.2)  # a ratio of the largest round-off-sized margin decreases: 0.26 here, 0.15 with generic CPU kernels
 ledger.above("d1-direction", "Lemma D.1", "the parameter direction converges (cosine between T/2 and T)",
              "converges in direction", min(float(c.min()) for c in cosines.values()), 0.95, fmt=".4f",
              items="lemD1", bearing="supports", origin="prior")
