@@ -516,7 +516,8 @@ ledger.below("recipe-nll-sigma", "Fig. 2 / App. B.2", f"Gaussian NLL MLP, paper'
              items="claim-not-shrinking", bearing="contradicts", proxy=True, origin=PILOT)
 ledger.above("recipe-nll-wd-helps", "App. B.2", f"Gaussian NLL MLP: rise of the KL, plain minus weight decay ({LO})",
              "the paper's recipe", lb(nll_rise["plain"] - nll_rise["weight decay"]), 0.0, fmt=".3f",
-             items="table-b2", bearing="qualifies", proxy=True, origin=PILOT)
+             items="table-b2", bearing="qualifies", proxy=True, origin=PILOT,
+             vtol=0.1)  # trained Gaussian-NLL networks: 0.30 here, 0.25 with generic CPU kernels (verdict unchanged)
 
 # %% [markdown]
 # ## How the claims are checked
