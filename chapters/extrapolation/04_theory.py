@@ -24,12 +24,14 @@
 # and checks what holds.
 #
 # :::{admonition} What to take away
-# - **Holds:** the deterministic core of Proposition 4.1 (in-distribution features are large,
-#   since held-out points keep the training margin), directional convergence and balanced layers
-#   (Lemma D.1), and smaller outputs on OOD inputs in our data.
+# - **Holds:** directional convergence (Lemma D.1) and smaller outputs on OOD inputs in our
+#   data. **Observed, not certified:** the conclusion of Proposition 4.1 (in-distribution features
+#   are large, since held-out points keep the training margin); the margin bound that would
+#   certify it (Lemma D.2) is vacuous at this sample size.
 # - **Against the paper** (listed in the {doc}`errata </book/errata>`): Lemma D.4's proof gives an
 #   average spectral-to-Frobenius ratio that tends to $1/\sqrt2$, not 1, and the trained deep
-#   networks indeed have **rank-two** middle layers, so Theorem 4.1's rank-one projections do not
+#   networks have **rank-two** middle layers (they are KKT points, not certified global optima,
+#   so they illustrate the gap rather than refute the lemma), so Theorem 4.1's rank-one projections do not
 #   control the output (rank-two projections do), and its bound does not vanish with depth. The
 #   output bias of Proposition 4.2 stays of order one while the outputs grow without bound, so its
 #   share of the limit direction is zero, and its sign follows neither the margin points' labels
@@ -162,7 +164,8 @@ glue("th-cos-min", min(float(c.min()) for c in cosines.values()), display=False)
 shrink = float((drop_fine / np.maximum(drop_coarse, 1e-12)).max())
 ledger.below("d1-margin-discretisation", "Lemma D.1 (Lyu & Li)", "the normalised margin's decreases are a discretisation effect: largest decrease with the step cut 4x / with the step, worst member",
              "monotone under gradient flow", shrink, 0.5, fmt=".2f", items="setting-homogeneous", bearing="control",
-             origin="prior: an O(eta) effect shrinks about 4x; at least 2x required")
+             origin="prior: an O(eta) effect shrinks about 4x; at least 2x required",
+             vtol=0.2)  # a ratio of the largest round-off-sized margin decreases: 0.26 here, 0.15 with generic CPU kernels
 ledger.above("d1-direction", "Lemma D.1", "the parameter direction converges (cosine between T/2 and T)",
              "converges in direction", min(float(c.min()) for c in cosines.values()), 0.95, fmt=".4f",
              items="lemD1", bearing="supports", origin="prior")
@@ -301,7 +304,8 @@ glue("th-ood-last", max(float(v.max()) for v in ood_ratio_last.values()), displa
 
 print(f"smallest relative slack of the chain inequality (test and OOD inputs, every layer): {slack_min:.3g}")
 ledger.above("p41-margin-kept", "Prop. 4.1", "held-out fraction with margin >= the smallest training margin",
-             "1 - O~(sqrt(log(1/delta)/N) + ...)", frac_min, 0.8, items="prop41", bearing="supports",
+             "1 - O~(sqrt(log(1/delta)/N) + ...) (its bound is vacuous here: d2-vacuous)", frac_min, 0.8, items="prop41",
+             bearing="qualifies",
              origin="prior: 1 - sqrt(log(20)/N) rounded down")
 # a control: the OOD set is drawn uniformly on the sphere, off the training clusters, so its features
 # are smaller by construction of the data for any network that has fitted the clusters
@@ -314,9 +318,11 @@ ledger.below("p41-ood-smaller", "Sec. 4 (mechanism)", "OOD features at the last 
 # it is checked by the library's unit tests, not claimed here). Every network keeps the training
 # margin on at least a fraction {glue:text}`th-frac-min:.3f` of held-out points, and so, by the
 # chain inequality, $R_j\ge$ {glue:text}`th-R-min:.2f` at every layer. So in-distribution features
-# are large exactly as the proposition says, with room to spare. OOD inputs on the same sphere give features at most
-# {glue:text}`th-ood-last:.2f` times as large at the last hidden layer. Such a bound cannot
-# hold off the training distribution.
+# are large, as the proposition concludes; but its guarantee is not what shows it here (the
+# margin bound behind it is vacuous at this $N$, next section), so `p41-margin-kept` qualifies the
+# proposition rather than supporting it. OOD inputs on the same sphere give features at most
+# {glue:text}`th-ood-last:.2f` times as large at the last hidden layer; the proposition says
+# nothing about them.
 #
 # ## Lemma D.2 at this scale
 #
@@ -427,25 +433,26 @@ glue("th-s31", float(s31.max()), display=False)
 glue("th-rho-mid", float(rho_mid_mean.max()), display=False)
 
 ledger.holds("d4-proof-bound", "Lemma D.4, eq. 7 (Timor et al. Thm 5)", "rho_bar_L >= (1/sqrt2)(sqrt2/C)^{L'/L} sqrt(L/(L+1)) for L > 2, every member",
-             "holds at the global optimum", ", ".join(f"{float((rho_bar[L].numpy() - bounds[L][0]).min()):+.3f}" for L in deeper),
+             "holds at the global optimum (trained nets: KKT points, not certified optima)", ", ".join(f"{float((rho_bar[L].numpy() - bounds[L][0]).min()):+.3f}" for L in deeper),
              all(bool((rho_bar[L].numpy() >= bounds[L][0]).all()) for L in deeper), "min margin >= 0 per depth",
-             items="lemD4-eq7", bearing="supports", origin="theory",
+             items="lemD4-eq7", bearing="qualifies", origin="theory",
              value=min(float((rho_bar[L].numpy() - bounds[L][0]).min()) for L in deeper), lo=0.0)
 ledger.holds("d4-statement-exceeds", "Lemma D.4 (as stated)", f"at depth {L_max} the printed bound C_1^(1/L) sqrt(L/(L+1)) exceeds the measured rho_bar (every member)",
-             "rho_bar >= C_1^(1/L) sqrt(L/(L+1)) -> 1", f"{float((bounds[L_max][1] - rho_bar[L_max].numpy()).min()):+.3f}",
+             "rho_bar >= C_1^(1/L) sqrt(L/(L+1)) -> 1 (at a global optimum; not certified here)", f"{float((bounds[L_max][1] - rho_bar[L_max].numpy()).min()):+.3f}",
              bool((bounds[L_max][1] > rho_bar[L_max].numpy()).all()), "bound - rho_bar > 0",
-             items="lemD4", bearing="contradicts", origin="theory",
+             items="lemD4", bearing="qualifies", origin="theory",
              value=float((bounds[L_max][1] - rho_bar[L_max].numpy()).min()), lo=0.0)
 ledger.below("d4-rho-decreases", "Lemma D.4 / Sec. 4.2", f"rho_bar falls with depth: rho_bar({L_max}) - rho_bar({depths[0]}) (max over members)",
              "low rank 'exacerbated by depth', -> rank 1", float((rho_bar[L_max] - rho_bar[depths[0]]).max()), 0.0,
              items="claim-rank1", bearing="contradicts", origin="prior")
 ledger.above("d4-rank-two", "Lemma D.4 (book)", f"depth {L_max}: s2/s1 averaged over the middle layers is nearer 1 (rank 2) than 0 (rank 1); worst member",
-             "nearly rank 1 (s2/s1 -> 0)", float(s21_mean.min()), 0.5, items=["claim-rank1", "lemD4"],
+             "nearly rank 1 (s2/s1 -> 0)", float(s21_mean.min()), 0.5, items="claim-rank1",
              bearing="contradicts", origin="theory: midpoint of rank one (0) and rank two (1)")
 ledger.below("d4-not-rank-three", "Lemma D.4 (book)", f"depth {L_max}: the third singular value is small in every middle layer, max s3/s1",
              "nearly rank 1", float(s31.max()), 0.5, items="claim-rank1", bearing="qualifies", origin="prior")
 ledger.below("d4-rho-near-sqrt2", "Lemma D.4 (book)", f"depth {L_max}: mean middle-layer ||W||_op/||W||_F is nearer 1/sqrt2 than 1 (< 0.854); worst member",
-             "-> 1", float(rho_mid_mean.max()), (1 + 1 / math.sqrt(2)) / 2, items="lemD4", bearing="contradicts",
+             "-> 1 (at a global optimum; not certified here)", float(rho_mid_mean.max()), (1 + 1 / math.sqrt(2)) / 2,
+             items="lemD4", bearing="qualifies",
              origin="theory: midpoint of 1/sqrt2 and 1")
 
 # %%
@@ -493,8 +500,12 @@ plt.close(fig)
 # gradient descent. The layer just before the read-out is the least balanced (mean
 # $s_2/s_1$ = {glue:text}`th-s21-last:.2f`). There the two channels have not yet equalised
 # after our finite training. Gradient descent only certifies a
-# KKT point, so the gap to the printed bound is evidence, not a proof. The algebra in the
-# remark is the proof.
+# KKT point, while Lemma D.4 is about a global optimum, so the gap to the printed bound is
+# evidence, not a proof: the rows on Lemma D.4 and on eq. 7 (`d4-statement-exceeds`,
+# `d4-rho-near-sqrt2`, `d4-proof-bound`) *qualify* it. What is wrong for certain is the proof's
+# last step, by the algebra of the remark. The main text's reading, that the networks gradient
+# flow reaches are nearly rank one and more so with depth, is about these KKT points, and the
+# runs contradict it (`d4-rho-decreases`, `d4-rank-two`).
 #
 # ## Theorem 4.1: small projections give small outputs
 #

@@ -31,8 +31,9 @@
 # - **Imbalanced labels.** On digits whose rarest class is 20 times rarer than the commonest, the
 #   classifiers' distance to the OCS falls with blur and contrast reduction, as in the paper's
 #   metric, but their predictions do *not* move towards the label marginal: as the shift grows they
-#   move away from it, towards the classes that are rare in training, and end closer to the uniform
-#   distribution than to the OCS. Their
+#   move away from it, towards the classes that are rare in training (they are closer to the uniform
+#   distribution than to the OCS already on the balanced clean test images, and move further that
+#   way). Their
 #   output bias is uniform, not the marginal. On balanced data the paper's metric cannot see this.
 # - **High dimension.** On inputs in $d=1024$ whose classes live on an 8-dimensional subspace, the
 #   paper's mechanism appears in full when inputs leave the subspace (their projection onto the
@@ -376,7 +377,7 @@ glue("ocs7-hd-t1", ub(off["t"][:, -1]), display=False)
 HD = dict(items="mechanism", bearing="control", origin=PILOT)
 ledger.above("hd-kl-falls", "Fig. 3", f"d={P['d']}, off the subspace: mean KL to the OCS, lambda 0 minus 1 ({LO})",
              "distance falls as inputs become OOD", lb(off["kl"][:, 0] - off["kl"][:, -1]), 0.0, fmt=".3f",
-             items="fig3", bearing="supports", origin=PILOT)
+             items="fig3", bearing="supports", proxy=True, origin=PILOT)  # a synthetic stand-in for Fig. 3's data sets
 ledger.above("hd-proj-falls", "Sec. 4", f"d={P['d']}, off the subspace: projection ratio, lambda 0 minus 1 ({LO})",
              "OOD inputs leave the weights' top subspace", lb(off["proj"][:, 0] - off["proj"][:, -1]), 0.0, fmt=".3f",
              **HD)
@@ -515,7 +516,8 @@ ledger.below("recipe-nll-sigma", "Fig. 2 / App. B.2", f"Gaussian NLL MLP, paper'
              items="claim-not-shrinking", bearing="contradicts", proxy=True, origin=PILOT)
 ledger.above("recipe-nll-wd-helps", "App. B.2", f"Gaussian NLL MLP: rise of the KL, plain minus weight decay ({LO})",
              "the paper's recipe", lb(nll_rise["plain"] - nll_rise["weight decay"]), 0.0, fmt=".3f",
-             items="table-b2", bearing="qualifies", proxy=True, origin=PILOT)
+             items="table-b2", bearing="qualifies", proxy=True, origin=PILOT,
+             vtol=0.1)  # trained Gaussian-NLL networks: 0.30 here, 0.25 with generic CPU kernels (verdict unchanged)
 
 # %% [markdown]
 # ## How the claims are checked

@@ -28,14 +28,16 @@
 # - **A squared-error network reverts to the constant it has accumulated**, and that constant is
 #   the OCS only when training puts it there. Predictions on strongly blurred digits (blur of 3
 #   pixels, nearly flat images) follow the network's own constant $f(0)$: starting the output bias
-#   at the OCS makes the reward model revert all the way; shifting one-hot targets by $+3$ (an OCS
+#   at the OCS makes the reward model revert (its blurred distance to the OCS is
+#   {glue:text}`ocs10-rho-rw-ocs:.2f` times the clean one, mean over the runs); shifting one-hot targets by $+3$ (an OCS
 #   far from where the initialisation puts the constant) makes the blurred predictions end many
 #   times farther from the OCS than the clean ones; longer training with weight decay brings the
 #   constant, and the blurred predictions, closer to the OCS, while weight decay also pulls a
 #   constant that starts at a far-away OCS back towards zero.
 # - **Fig. 9 in small**: under impulse noise the Gaussian-NLL CNN's internal norm grows and its
 #   mean prediction rises, as the paper reports for its age regressor, but its KL to the OCS rises
-#   by at most a quarter (at two standard errors), and on this seed it falls.
+#   by at most a quarter (at two standard errors); whether it rises or falls at all varies with the
+#   seed ({doc}`/book/robustness`).
 # - **Guidance** (end of the page): rely on reversion for shifts that remove signal, with a bounded
 #   output, and for a squared-error model only after checking where its accumulated constant sits.
 # :::
@@ -181,7 +183,7 @@ glue("ocs10-wd", P["weight_decay"], display=False)
 glue("ocs10-flat", FLAT_BLUR, display=False)
 
 # %%
-fig, axes = plotting.subplots(2, height=2.8)
+fig, axes = plotting.subplots(2, height=3.4)
 markers = {"one-hot": "o", f"one-hot + {OFFSET:g}": "s", "rewards": "^"}
 for i, arm in enumerate(ARMS):
     r = fac[arm]
@@ -193,13 +195,13 @@ for i, arm in enumerate(ARMS):
 axes[0].set(xscale="log", yscale="log", xlabel=r"$\|c-\bar y\|^2$ / clean distance",
             ylabel=r"$\rho$ = distance(flat) / distance(clean)")
 axes[0].axhline(1.0, color="grey", lw=0.8)
-axes[0].legend(fontsize=5, loc="upper left")
+axes[0].legend(fontsize=6, loc="upper left")
 names = [f"{FAM_SHORT[a[0]]}\n{'OCS' if a[1] == 'at the OCS' else 'def'}\n{a[2][0]}" for a in ARMS]
 means = [np.exp(fac[a]["log_rho"]).mean() for a in ARMS]
 axes[1].bar(range(len(ARMS)), means, color=[plotting.color(0 if a[1] == "default" else 1) for a in ARMS])
 axes[1].set_yscale("log")
 axes[1].axhline(1.0, color="grey", lw=0.8)
-axes[1].set_xticks(range(len(ARMS)), names, fontsize=6)
+axes[1].set_xticks(range(len(ARMS)), names, fontsize=7)
 axes[1].set(ylabel=r"mean $\rho$ over the runs")
 glue("fig-ocs10-factorial", fig, display=False)
 plt.close(fig)
@@ -436,7 +438,8 @@ ledger.below("fig9-norm-blur", "Fig. 9", f"Gaussian-NLL CNN, blur sev 5: log nor
 # ## Guidance: when to rely on reversion
 #
 # The evidence of this part ({doc}`02_reversion_with_shift` to {doc}`07_sharper_tests` and this
-# page; every statement below is a claim of one of these pages, checked on seeds 0-4) points to three
+# page; every finding below is a claim of one of these pages, checked on seeds 0-4; the advice
+# built on them, such as centring the targets, was not run) points to three
 # questions to ask before relying on "out of distribution means the OCS".
 #
 # 1. **Does the shift remove signal from the input, or add energy to it?** Shifts that remove
@@ -445,7 +448,8 @@ ledger.below("fig9-norm-blur", "Fig. 9", f"Gaussian-NLL CNN, blur sev 5: log nor
 #    {doc}`06_when_reversion_fails`. Shifts that add energy or are optimised against the network
 #    (unclipped noise, iterated FGSM) moved the reward models far *away* from the OCS in
 #    {doc}`06_when_reversion_fails`, with growing output norms; large rotations, which keep the
-#    pixel energy, moved them away too and brought the classifiers back towards their clean KL. A
+#    pixel energy, moved the MLP reward model away too (the CNN's is not resolved) and brought the
+#    classifiers back towards their clean KL. A
 #    feature norm that *grows* at the output says "do not rely on reversion"; one that shrinks does
 #    not guarantee it ({doc}`03_mechanism`: shrinking output norms with predictions moving away).
 # 2. **Is the output bounded, and is the fall of the distance specific to the OCS?** A bounded
