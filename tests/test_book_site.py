@@ -204,6 +204,19 @@ def test_table_checks_find_broken_words_low_contrast_and_overflow(html: Path):
         broken = chrome.evaluate(browser.BROKEN_TOKENS_JS)
         assert len(broken) > 10, broken
 
+        # A plain-text formula may wrap after '|' or '(' (the browser's own break opportunities),
+        # which splits no word; a word cut inside its letters is still found.
+        chrome.open(f"{base}/book/reproduction.html")
+        chrome.evaluate(
+            "(() => { const t = document.createElement('table'); t.id = 'ib-probe';"
+            " t.innerHTML = '<tr><td style=\"width: 3.2em; max-width: 3.2em\">s(2) = max_phi"
+            " |<g,&nbsp;phi>|&nbsp;(x) 0.007 rank-two</td></tr>';"
+            " document.querySelector('main').prepend(t); return 1; })()")
+        assert chrome.evaluate(browser.BROKEN_TOKENS_JS) == []
+        inject("#ib-probe td { overflow-wrap: anywhere !important; }")
+        cut = [b["token"] for b in chrome.evaluate(browser.BROKEN_TOKENS_JS)]
+        assert "max_phi" in cut or "0.007" in cut, cut
+
         chrome.open(f"{base}/{chapter}")
         chrome.evaluate(browser.set_theme_js("dark"))
         assert contrast_problems(chrome) == []

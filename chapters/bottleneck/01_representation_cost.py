@@ -161,14 +161,15 @@ glue("bn1-Lmax", int(depths[-1]), display=False)
 
 ledger.below("linear-balanced", "Sec. 3", "the balanced factorisation represents A with ||theta||^2 = L ||A||_(2/L)^(2/L) "
              "(max relative gap over depths)", "attains the cost", max(fact_gap, prod_gap), 1e-10, fmt=".1e",
-             items="eq-linear-cost", bearing="control")
+             items="eq-linear-cost", bearing="control", origin="theory")
 ledger.between("linear-expansion-slope", "Sec. 3", "remainder of the expansion falls like L^-2 (log-log slope, L >= 16)",
-               "O(L^-2)", slope, -2.1, -1.9, items="eq-linear-expansion", bearing="supports")
+               "O(L^-2)", slope, -2.1, -1.9, items="eq-linear-expansion", bearing="supports", origin="theory")
 ledger.above("linear-expansion-negative", "control", "with the 1/L coefficient doubled the remainder falls only like "
              "L^-1 (slope outside the band above: the check can fail)", "fails", slope_wrong, -1.9,
-             items="eq-linear-expansion", bearing="control")
+             items="eq-linear-expansion", bearing="control", origin="theory")
 ledger.close("linear-R2", "Sec. 3", f"L (R - L Rank A - 2 log|A|_+) at L = {depths[-1]} equals ||log_+ A^T A||^2 / 2",
-             f"{r2_linear:.4f}", coef, r2_linear, rtol=1e-2, fmt=".4f", items="eq-linear-expansion", bearing="supports")
+             f"{r2_linear:.4f}", coef, r2_linear, rtol=1e-2, fmt=".4f", items="eq-linear-expansion", bearing="supports",
+             origin="theory")
 
 # %% [markdown]
 # The remainder falls with slope {glue:text}`bn1-slope` (the doubled coefficient gives
@@ -244,10 +245,11 @@ print(f"geometric path, L = 16: max relative gap ||theta||^2 vs L||Jf||_(2/L)^(2
       f"a 1% stronger bound holds there: {stronger_holds}")
 ledger.holds("thm3-chain", "Thm 3 (proof)", "||theta||^2 >= L sum s_i(Jf)^(2/L) >= kL + 2 sum_(i<=k) log s_i(Jf) "
              "on random ReLU nets (any weights)", "proof's inequality", "holds" if chain_ok else "violated", chain_ok,
-             items="thm3", bearing="control")
+             items="thm3", bearing="control", origin="theory")
 ledger.holds("thm3-chain-tight", "control", "the first inequality is an equality on the geometric path and a 1% "
              "stronger bound fails there", "tight", f"gap {tight_gap:.0e}; stronger bound fails: {not stronger_holds}",
-             tight_gap < 1e-10 and not stronger_holds, tolerance="gap < 1e-10", items="thm3", bearing="control")
+             tight_gap < 1e-10 and not stronger_holds, tolerance="gap < 1e-10", items="thm3", bearing="control",
+             value=tight_gap, hi=1e-10, origin="theory")
 
 # %% [markdown]
 # ### Theorem 3(3) and Proposition 4(3): two networks for $x\mapsto Ax$
@@ -314,20 +316,22 @@ glue("bn1-printed-err", f"{printed_err:.2f}", display=False)
 glue("bn1-geo-coef", f"{coef_geo:.3f}", display=False)
 glue("bn1-int-coef", f"{coef_int:.3f}", display=False)
 ledger.below("paths-exact", "Thm 3(3), Prop 4(3)", "geometric and interpolation paths output Ax on the orthant "
-             "(max error, all depths)", "exact", out_err, 1e-10, fmt=".1e", items=["thm3-3", "prop4-3"], bearing="control")
+             "(max error, all depths)", "exact", out_err, 1e-10, fmt=".1e", items=["thm3-3", "prop4-3"], bearing="control",
+             origin="theory")
 ledger.between("thm3-3-rate", "Thm 3(3)", "both paths have ||theta||^2 - Lk - 2 log|A|_+ -> 0 like 1/L "
                "(smaller of the two log-log slopes)", "O(1/L), so R1 = 2 log|A|_+",
-               min(slopes.values()), -1.05, -0.95, items="thm3-3", bearing="supports")
+               min(slopes.values()), -1.05, -0.95, items="thm3-3", bearing="supports", origin="theory")
 ledger.close("prop4-3-coefficient", "Prop 4(3)", f"geometric path: L (||theta||^2 - Lk - 2 log|A|_+) at L = {pdepths[-1]} "
              "equals ||log_+ A^T A||^2 / 2", f"{geo_coef_exact:.4f}", coef_geo, geo_coef_exact, rtol=1e-2, fmt=".4f",
-             items="prop4-3", bearing="supports")
+             items="prop4-3", bearing="supports", origin="theory")
 ledger.holds("prop4-3-geometric-wins", "Prop 4(3)", "the interpolation path costs more than the geometric path at every "
              "depth; its 1/L coefficient matches our closed form sum (s - 1/s)^2 / 2",
              "R2 selects the optimal path", f"{coef_int:.3f} vs {int_coef_exact:.3f}",
-             geo_below and abs(coef_int / int_coef_exact - 1) < 1e-2, tolerance="rel. 1e-2", items="prop4-3", bearing="supports")
+             geo_below and abs(coef_int / int_coef_exact - 1) < 1e-2, tolerance="rel. 1e-2", items="prop4-3", bearing="supports",
+             value=abs(coef_int / int_coef_exact - 1), hi=1e-2, origin="theory")
 ledger.above("thm11-printed-wrong", "App. A.1", "the interpolation network as printed (B_0 = I_in, B_L = I_out, "
              "interpolation from A^T A to P) does not compute Ax: min over depths of max |f(x) - Ax|",
-             "outputs Ax", printed_err, 0.1, fmt=".2f", items="thm11-proof", bearing="contradicts")
+             "outputs Ax", printed_err, 0.1, fmt=".2f", items="thm11-proof", bearing="contradicts", origin="prior")
 
 # %% [markdown]
 # Both paths compute $Ax$ to rounding error; their excess falls like $1/L$; the geometric path's
@@ -366,7 +370,7 @@ for _ in range(10):
 print(f"parallel sum: max output error {sum_err:.1e}; stacking: {stack_err:.1e}; max norm error {norm_err:.1e}")
 ledger.below("thm3-12-constructions", "Thm 3(1)-(2)", "stacked and parallel networks compute f o g and f + g with "
              "additive squared norms (max error)", "exact", max(sum_err, stack_err, norm_err), 1e-9, fmt=".1e",
-             items=["thm3-1", "thm3-2"], bearing="control")
+             items=["thm3-1", "thm3-2"], bearing="control", origin="theory")
 
 # %% [markdown]
 # ## The identity on a planar domain: Proposition 5
@@ -403,10 +407,11 @@ outside_err = float((models.mlp_trace(W, b, outside).output - outside).abs().max
 print(f"planar identity: max |f(x) - x| = {planar_err:.1e}, max | ||theta||^2 - kL | = {planar_norm_err:.1e}; "
       f"outside the cone: max |f(x) - x| = {outside_err:.2f}")
 ledger.below("prop5-construction", "Prop 5", "the planar identity network has f = id on the domain and ||theta||^2 = kL "
-             "(max error)", "exact", max(planar_err, planar_norm_err), 1e-10, fmt=".1e", items="prop5", bearing="control")
+             "(max error)", "exact", max(planar_err, planar_norm_err), 1e-10, fmt=".1e", items="prop5", bearing="control",
+             origin="theory")
 ledger.above("prop5-negative", "control", "on points of the same plane outside the positive cone the construction is "
              "not the identity (max |f(x) - x|)", "needs complete positivity", outside_err, 0.1, fmt=".2f",
-             items="prop5", bearing="control")
+             items="prop5", bearing="control", origin="prior")
 
 # %% [markdown]
 # ## Optimal representations can diverge: Example 20
@@ -467,18 +472,19 @@ glue("bn1-ex20-resid", f"{ex_resid[-1]:.3f}", display=False)
 glue("bn1-ex20-lip", f"{ex_lip[-1]:.3g}", display=False)
 glue("bn1-ex20-Lmax", int(edepths[-1]), display=False)
 ledger.below("ex20-construction", "Ex. 20", "the network computes f on [0,1]^3 and its norm equals our closed form "
-             "(max error)", "exact", max(ex_out_err, ex_norm_err), 1e-9, fmt=".1e", items="ex20-proof", bearing="control")
+             "(max error)", "exact", max(ex_out_err, ex_norm_err), 1e-9, fmt=".1e", items="ex20-proof", bearing="control",
+             origin="theory")
 ledger.holds("ex20-R1-zero", "Ex. 20", "||theta||^2 - 3L decreases to 0 along the depths (so R1 = 0)",
              "3L + o(1)", f"{ex_resid[0]:.3f} -> {ex_resid[-1]:.3f}",
              bool(np.all(np.diff(ex_resid) < 0)) and ex_resid[-1] < 0.25, tolerance="decreasing, last < 0.25",
-             items="ex20", bearing="supports")
+             items="ex20", bearing="supports", value=float(ex_resid[-1]), hi=0.25, origin="prior")
 ledger.close("ex20-rate", "App. D.1", f"(||theta||^2 - 3L) L^(2 gamma - 1) at L = {edepths[-1]} is 12, i.e. the excess "
              "is 12 L^(1 - 2 gamma), not O(L^(-2 gamma))", "O(L^(-2 gamma))", rate[-1], 12.0, rtol=0.05, fmt=".2f",
-             items="ex20-proof", bearing="contradicts")
+             items="ex20-proof", bearing="contradicts", origin="theory")
 ledger.holds("ex20-diverges", "Ex. 20", "the largest Lipschitz constant of the hidden representations, and Prop. 13's "
              "C_xy, grow with L", "not uniformly Lipschitz", f"{ex_lip[0]:.3g} -> {ex_lip[-1]:.3g}; C {ex_C[0]:.3g} -> {ex_C[-1]:.3g}",
              bool(np.all(np.diff(ex_lip) > 0) and np.all(np.diff(ex_C) > 0)), tolerance="increasing",
-             items="ex20", bearing="supports")
+             items="ex20", bearing="supports", origin="theory")
 
 # %% [markdown]
 # At $L=$ {glue:text}`bn1-ex20-Lmax` the excess is {glue:text}`bn1-ex20-resid` and
@@ -511,7 +517,7 @@ ledger.holds("ex20-diverges", "Ex. 20", "the largest Lipschitz constant of the h
 # finite depth, and, as a negative control, that a constant $2C^{-2}$ fails on some pairs.
 
 # %%
-n_pairs, half_ok, paper_ok, double_fail, Cs = 0, True, True, 0, []
+n_pairs, half_ok, paper_ok, double_fail, paper_viol, Cs = 0, True, True, 0, 0, []
 for _ in range(P["random_nets"] * 10):
     L = int(torch.randint(2, 6, (1,), generator=gen))
     W, b = random_relu_net(L, 2, 2)
@@ -523,6 +529,7 @@ for _ in range(P["random_nets"] * 10):
     Cs.append(t.C)
     half_ok &= t.slack_half >= -1e-10
     paper_ok &= t.slack_paper >= -1e-10
+    paper_viol += t.slack_paper < -1e-10
     double_fail += t.sqnorm - (t.cost_x + t.cost_y) / 2 - 2 * t.nuclear / t.C**2 < -1e-10
 print(f"{n_pairs} random pairs with a Jacobian change: 1/(2C^2) version holds on all: {half_ok}; "
       f"paper's C^-2 on all: {paper_ok}; 2 C^-2 fails on {double_fail}; median C_xy = {np.median(Cs):.2f}")
@@ -530,13 +537,13 @@ glue("bn1-p13-pairs", n_pairs, display=False)
 glue("bn1-p13-double", int(double_fail), display=False)
 ledger.holds("prop13-finite-depth", "Prop 13 (proof)", "||theta||^2 >= (L/2)(||Jf(x)|| + ||Jf(y)||) + ||Jf(x) - Jf(y)||_* "
              "/ (2 C_xy^2) on random ReLU nets (any weights)", "proof's inequality", "holds" if half_ok else "violated",
-             half_ok, items="prop13", bearing="control")
+             half_ok, items="prop13", bearing="control", origin="theory")
 ledger.holds("prop13-paper-constant", "Prop 13", "the same with the paper's constant C^-2 holds on every random pair",
              "C^-2", f"{n_pairs} of {n_pairs}" if paper_ok else "violated", paper_ok, tolerance="all pairs",
-             items="prop13", bearing="supports", proxy=True)
+             items="prop13", bearing="supports", proxy=True, value=int(paper_viol), hi=0.5, origin="paper")
 ledger.holds("prop13-negative", "control", "with 2 C^-2 (twice the paper's constant) the inequality fails on some pairs",
              "fails", f"{int(double_fail)} of {n_pairs} fail", double_fail > 0, tolerance=">= 1 failure",
-             items="prop13", bearing="control")
+             items="prop13", bearing="control", value=int(double_fail), lo=0.5, origin="prior")
 
 # %% [markdown]
 # The paper's constant held on all {glue:text}`bn1-p13-pairs` random pairs while twice it fails on

@@ -193,7 +193,7 @@ glue("ocs-max-err", max_err, display=False)
 glue("ocs-max-grad", max_grad, display=False)
 ledger.below("closed-forms", "App. B.4, Sec. 5.1", "numerical minimiser over constants = closed form (4 losses, 2 label sets)",
              "closed forms", max_err, 1e-6, fmt=".1e", items=["def-ocs", "ocs-ce", "ocs-mse", "ocs-nll", "ocs-reward"],
-             bearing="control")
+             bearing="control", origin="theory: zero up to the optimiser's stopping rule")
 
 # %% [markdown]
 # The largest gap between the numerical minimiser and the closed form is
@@ -236,7 +236,7 @@ glue("ocs-sd", float(sd), display=False)
 glue("ocs-mu", float(mu), display=False)
 ledger.above("biased-std", "App. B.4", "the biased std gives a lower average NLL than the unbiased one",
              "sigma* is the (biased) sample variance", loss_unbiased - loss_biased, 0.0, fmt=".2e",
-             items="ocs-nll", bearing="control")
+             items="ocs-nll", bearing="control", origin="theory")
 
 # %% [markdown]
 # ```{glue:figure} fig-ocs-closed
@@ -386,9 +386,9 @@ for name, X in eval_sets.items():
 glue("ocs-score-clean", scores["clean test images"], display=False)
 glue("ocs-score-blend", scores["blend noise, severity 5"], display=False)
 ledger.close("ood-same", "App. B.3", "same distribution scores 0.5", "0.5 = indistinguishable",
-             scores["clean test images"], 0.5, atol=0.05, items="def-ood-score", bearing="control")
+             scores["clean test images"], 0.5, atol=0.05, items="def-ood-score", bearing="control", origin="prior")
 ledger.above("ood-blend", "App. B.3", "half-noise images score above 0.6", "-> 1 for separable sets",
-             scores["blend noise, severity 5"], 0.6, items="def-ood-score", bearing="control")
+             scores["blend noise, severity 5"], 0.6, items="def-ood-score", bearing="control", origin="prior")
 
 # %% [markdown]
 # The clean test images score {glue:text}`ocs-score-clean:.3f` and the noisy ones

@@ -421,10 +421,12 @@ plt.close(fig)
 #   mildly imbalanced labels the check cannot tell "mirrors the OCS" from "is near uniform", so it
 #   is not claimed here but in {doc}`07_sharper_tests`, on strongly imbalanced labels.
 # - *Mechanism and outcome.* The classifiers revert without normalisation and with LayerNorm
-#   (with BatchNorm the fall of the KL varies too much between networks to be claimed). Every
-#   reward network's predictions approach its own accumulated constant ($t_r$ = fall of
-#   $\|f-c_k\|^2$ from severity 0 to 5 $>0$): the second half of the paper's mechanism, the
-#   constants taking over, holds. But reversion to the *OCS* follows only where the constant is
+#   (with BatchNorm the fall of the KL varies too much between networks to be claimed). Without
+#   normalisation and with BatchNorm, the reward networks' predictions approach their own
+#   accumulated constant ($t_r$ = fall of $\|f-c_k\|^2$ from severity 0 to 5 $>0$): the second
+#   half of the paper's mechanism, the constants taking over, holds where the constant is far from
+#   the OCS. (The claim first covered LayerNorm too; there the constant is near the OCS, the
+#   predictions are near both, and the fall was within the noise on seed 1.) But reversion to the *OCS* follows only where the constant is
 #   near the OCS. Without normalisation the reward networks' output norms shrink (ratio
 #   {glue:text}`ocs3-mse-nn-out:.2f`) and yet their distance to the OCS grows from
 #   {glue:text}`ocs3-dmse-nn-0:.1f` to {glue:text}`ocs3-dmse-nn-5:.1f`; with LayerNorm their output
@@ -452,7 +454,7 @@ glue("ocs3-in", float(nn_r[-1, 0]), display=False)
 glue("ocs3-out-bn", float(ratios["batch"][-1, last]), display=False)
 glue("ocs3-out-ln", float(ratios["layer"][-1, last]), display=False)
 glue("ocs3-kl-uniform", kl_uniform, display=False)
-F4N = dict(items="fig4-norms", proxy=True)
+F4N = dict(items="fig4-norms", proxy=True, origin="prior")
 ledger.below("norm-output-nn", "Fig. 4", f"no norm: log output-layer norm ratio at severity 5 ({HI})",
              "decreases with shift", ub(log_r[None][:, -1, last]), 0.0, fmt=".2f", bearing="supports", **F4N)
 ledger.below("norm-depth-nn", "Fig. 4", f"no norm: log output ratio minus log conv-1 ratio, severity 5 ({HI})",
@@ -466,7 +468,7 @@ ledger.above("norm-depth-bnln", "Fig. 11",
              f"BN and LN: log output ratio minus log conv-1 ratio, severity 5, worse of the two ({LO})",
              "same trends with BN/LN (contradicted)",
              min(lb(log_r[n][:, -1, last] - log_r[n][:, -1, 1]) for n in ("batch", "layer")), 0.0, fmt=".2f",
-             items="fig11", bearing="contradicts", proxy=True)
+             items="fig11", bearing="contradicts", proxy=True, origin="prior")
 print(f"projection ratio, severity 0 minus severity 5, over networks: mean - {K_SE:g} SE, mean + {K_SE:g} SE")
 for n in NORMS:
     t = proj_runs[n][:, 0] - proj_runs[n][:, -1]
@@ -474,7 +476,8 @@ for n in NORMS:
 ledger.below("proj-flat-nn", "Fig. 4", f"no norm: projection ratio, sev 0 minus sev 5 ({HI})",
              "decreases with shift (not reproduced)",
              ub(proj_runs[None][:, 0] - proj_runs[None][:, -1]), 0.05, fmt=".3f", items="fig4-proj",
-             bearing="contradicts", proxy=True)
+             bearing="contradicts", proxy=True,
+             origin="after-seeds: the first version also claimed BN and LN and was weakened on further seeds; 0.05 is a small fraction of the paper's axis")
 glue("ocs3-proj-ln-0", float(proj["layer"][0]), display=False)
 glue("ocs3-proj-ln-5", float(proj["layer"][-1]), display=False)
 rows = [row for n in NORMS for row in const[n]]
@@ -491,10 +494,11 @@ for n in NORMS:
 log_const = {n: [np.log(row["d_c"] / row["d_id"]) for row in const[n]] for n in NORMS}
 ledger.above("const-mse-nn-bn", "Fig. 4", f"no norm and BN: log(|c_k - f*|^2 / mean ID distance), worse of the two ({LO})",
              "constants mirror the OCS (contradicted)", min(lb(log_const[n]) for n in (None, "batch")), 0.0, fmt=".2f",
-             items="fig4-const", bearing="contradicts", proxy=True)
+             items="fig4-const", bearing="contradicts", proxy=True, origin="after-seeds: written after seeing seed 0")
 ledger.below("const-mse-ln-vs-nn", "Fig. 4", f"log(|c_k - f*|^2 / mean ID distance), LayerNorm minus no norm ({HI})",
              "constants mirror the OCS", ub(np.array(log_const["layer"]) - np.array(log_const[None])), 0.0, fmt=".2f",
-             items="fig4-const", bearing="qualifies", proxy=True)
+             items="fig4-const", bearing="qualifies", proxy=True,
+             origin="after-seeds: replaces const-mse-ln (closer than the in-distribution predictions), which failed on seed 4")
 # the outcome on the same networks
 for n in NORMS:
     print(f"  {NORM_NAMES[n]:<10} mse: log output norm ratio sev 5 {lb(np.log(out_mse[n][:, -1])):.3f} .. {ub(np.log(out_mse[n][:, -1])):.3f};"
@@ -507,22 +511,24 @@ drop = {key: D[:, 0] - D[:, -1] for key, D in outcome.items()}
 log_out_mse = {n: np.log(out_mse[n][:, -1]) for n in NORMS}
 ledger.above("ce-reverts-nn-ln", "Fig. 11", f"CE, no norm and LN: KL sev 0 minus sev 5, worse of the two ({LO})",
              "predictions revert with every normalisation", min(lb(drop[n, "ce"]) for n in (None, "layer")), 0.0,
-             fmt=".3f", items=["fig11", "hypothesis"], bearing="supports", proxy=True)
-ledger.above("mse-toward-constant", "Sec. 4.1", f"rewards, every norm: |f - c_k|^2 sev 0 minus sev 5, worst norm ({LO})",
-             "outputs dominated by the constants", min(lb(to_const[n][:, 0] - to_const[n][:, -1]) for n in NORMS), 0.0,
-             fmt=".2f", items="mechanism", bearing="supports", proxy=True)
+             fmt=".3f", items="fig11", bearing="supports", proxy=True, origin="after-seeds: written after seeing seed 0")
+ledger.above("mse-toward-constant", "Sec. 4.1", f"rewards, no norm and BN: |f - c_k|^2 sev 0 minus sev 5, the worse ({LO})",
+             "outputs dominated by the constants", min(lb(to_const[n][:, 0] - to_const[n][:, -1]) for n in (None, "batch")), 0.0,
+             fmt=".2f", items="mechanism", bearing="supports", proxy=True,
+             origin="after-seeds: written after seed 0 for every norm; LayerNorm left out after its fall was within noise on seed 1")
 ledger.below("mse-nn-norm-shrinks", "Fig. 4", f"rewards, no norm: log output norm ratio at sev 5 ({HI})",
              "decreases with shift", ub(log_out_mse[None]), 0.0, fmt=".2f", items="fig4-norms", bearing="supports",
-             proxy=True)
+             proxy=True, origin="after-seeds: written after seeing seed 0")
 ledger.above("mse-nn-away", "Sec. 4.1", f"rewards, no norm: distance to the OCS sev 5 minus sev 0 ({LO})",
              "smaller norms, closer to the OCS (contradicted)", lb(-drop[None, "mse"]), 0.0, fmt=".2f",
-             items=["mechanism", "hypothesis"], bearing="contradicts", proxy=True)
+             items=["mechanism", "hypothesis"], bearing="contradicts", proxy=True, origin="after-seeds: written after seeing seed 0")
 ledger.above("mse-ln-reverts", "Fig. 11", f"rewards, LN: distance to the OCS sev 0 minus sev 5 ({LO})",
              "predictions revert", lb(drop["layer", "mse"]), 0.0, fmt=".2f", items=["fig11", "hypothesis"],
-             bearing="supports", proxy=True)
+             bearing="supports", proxy=True, origin="after-seeds: written after seeing seed 0")
 ledger.above("mse-ln-shrinks-less", "Fig. 11", f"rewards: log output norm ratio at sev 5, LN minus no norm ({LO})",
              "smaller norms, closer to the OCS (not needed here)", lb(log_out_mse["layer"] - log_out_mse[None]), 0.0,
-             fmt=".2f", items=["mechanism", "fig11"], bearing="qualifies", proxy=True)
+             fmt=".2f", items=["mechanism", "fig11"], bearing="qualifies", proxy=True,
+             origin="after-seeds: replaces 'LN output norm within 20% of clean', which failed on seed 1")
 glue("ocs3-mse-ln-out", float(out_mse["layer"][:, -1].mean()), display=False)
 glue("ocs3-mse-nn-out", float(out_mse[None][:, -1].mean()), display=False)
 glue("ocs3-mse-bn-out", float(out_mse["batch"][:, -1].mean()), display=False)

@@ -32,12 +32,13 @@
 #   $\mathbf v(0)=\mathbf 0$ converges and stays split) holds on every pixel of the map away
 #   from the region boundaries, and fails for the same starts when $\mathbf v(0)\neq\mathbf 0$.
 #   Lemma 5 (a start with a dead neuron never converges) holds by construction of the gradient.
-# - Most of the torus is covered by no theorem. There the runs still converge in most cases
-#   when a neuron starts in $\mathcal S$ (active on both inputs), and never when both neurons start
-#   in the same $\mathcal S_i$.
+# - Almost half of the torus ({glue:text}`rank2-120-open` at $\theta=120^\circ$,
+#   {glue:text}`rank2-paper-open` for the paper's dataset) is covered by no theorem. There the runs
+#   still converge in most cases when a neuron starts in $\mathcal S$ (active on both inputs), and
+#   never when both neurons start in the same $\mathcal S_i$.
 # - On split starts the stable rank reached equals the closed form of the previous page (and
 #   not the cruder limit without Lemma 9's balance correction); where a neuron starts in
-#   $\mathcal S$ it varies continuously with that neuron's initial direction.
+#   $\mathcal S$ it varies with that neuron's initial direction.
 # - Every neuron of a run that ends split lands in the final region $\mathcal F_i$ of the proof of
 #   Lemma 6 (the paper's Figure 3, here drawn from simulation).
 #
@@ -179,6 +180,7 @@ for name, M in maps.items():
     glue(f"rank2-{name}-success", f"{R_['success']:.3f}", display=False)
     glue(f"rank2-{name}-Sconv", f"{R_['S_conv']:.2f}", display=False)
     glue(f"rank2-{name}-same", f"{R_['same_conv']:.2f}", display=False)
+    glue(f"rank2-{name}-open", f"{R_['hi'] - R_['lo']:.2f}", display=False)   # neither S1 x S2 nor a dead start
 
 # negative control for Lemma 13: the same split starts with a second layer that does not start
 # at 0 (each column uniform on the circle of radius r, as in the paper's experiment)
@@ -248,8 +250,8 @@ plt.close(fig)
 # imposed, not found. Blue outside those rectangles, yellow and orange are outcomes no theorem
 # predicts. In the right panel the
 # thin diagonal lines are symmetric starts: on $\varphi_1=\varphi_2$ the two neurons are identical
-# and stay identical, so zero loss is impossible; on the anti-diagonal the start is mirror
-# symmetric (the reflection that swaps $\mathbf x_1,\mathbf x_2$ also swaps
+# and stay identical, so zero loss is impossible; on $\varphi_1+\varphi_2=180^\circ$ the start is
+# mirror symmetric (the reflection that swaps $\mathbf x_1,\mathbf x_2$ also swaps
 # $\mathbf y_1=\mathbf e_1,\mathbf y_2=\mathbf e_2$), and those runs end split.
 # ```
 #

@@ -25,9 +25,10 @@
 # {doc}`03_where_gradient_flow_goes`) showed that a
 # shallow network trained by gradient flow is no rank minimiser; this page turns to depth. It
 # checks the constructions behind the proofs exactly, then computes, at depths up to
-# {glue:text}`rank3-deep`, the two objects the theorems are about: interpolating networks of
-# minimal norm, and the directions that gradient flow on the exponential loss converges to
-# (Lemma 1). Each network is put on the theorem's constraint, balanced, and its norm is
+# {glue:text}`rank3-deep`, stand-ins for the two objects the theorems and the paper's reading of
+# them are about: interpolating networks of (locally) minimal norm (Theorem 4), and the directions
+# that gradient flow on the exponential loss heads to (Lemma 1, which the paper combines with
+# Theorem 5). Each network is put on the theorem's constraint, balanced, and its norm is
 # compared with the norm of the theorem's construction: where it is not larger, the theorem's
 # bound provably holds for that network.
 #
@@ -40,27 +41,37 @@
 # these networks bear on Theorems 4 and 5 through a stand-in (marked *proxy* in the ledger), and
 # so do the square-loss claims on the paper's suggestion that weight decay produces low-rank deep
 # networks (we compute its $\lambda\to0$ limit directly instead of training with weight decay).
-# The exponential-loss runs test directly the paper's suggestion that gradient flow with an
-# exponentially tailed loss produces them.
+# The exponential-loss runs follow gradient flow only until the smallest margin reaches 100; from
+# then on (every network gets there by step {glue:text}`rank3-cap-step` of
+# {glue:text}`rank3-msteps`) they hold the scale there and follow the direction,
+# since gradient flow itself would need a time of order $e^{100}$ to get further. That is a
+# stand-in for the late phase of gradient flow, so the claims on Lemma 1 and on the paper's
+# suggestion that gradient flow with an exponentially tailed loss produces low-rank networks are
+# marked *proxy* as well.
 # :::
 #
 # :::{admonition} What this page shows
 # - The constructions of the proofs (Appendices D-E) are verified to rounding error.
-# - Square loss: the minimum-norm interpolants that gradient descent finds have hidden layers of
-#   stable rank 1, a norm within a few per cent of the construction's (just above it, so none is
-#   certified a global minimiser), and a mean ratio above Theorem 4's bound at every depth;
-#   interpolants that do not minimise the norm violate the bound at depth 8 and more.
-# - Exponential loss: gradient flow approaches a KKT point of the max-margin problem (the KKT
-#   residual falls and the normalised margin grows, Lemma 1); the directions it reaches have a
-#   smaller norm than Theorem 5's construction at every depth, so the bound provably holds for
-#   them, and their hidden layers have stable rank close to 2.
+# - Square loss: the minimum-norm interpolants that projected descent of the norm finds have
+#   hidden layers of stable rank 1, a norm within {glue:text}`rank3-sq-nc-dev` of the
+#   construction's ({glue:text}`rank3-sq-nc-below` of {glue:text}`rank3-sq-nc-n` at or below it,
+#   for which the theorem's argument implies its bound), and a mean ratio above Theorem 4's bound
+#   at every depth; interpolants that do not minimise the norm violate the bound at depths
+#   {glue:text}`rank3-sq-near-fail`.
+# - Exponential loss: the runs approach a KKT point of the max-margin problem (the KKT residual
+#   falls, Lemma 1); the directions they reach have a smaller norm than Theorem 5's construction
+#   at every depth, so the bound provably holds for them, and their hidden layers have stable rank
+#   close to 2.
 # - Depth moves the two losses in opposite directions: with the square loss the mean ratio rises
 #   towards 1, with the exponential loss it *falls* towards $1/\sqrt2$ from above. "Depth helps"
 #   means "the bound rises with depth", not "the rank falls with depth".
 #
-# **Take away:** at these sizes the theorems' conclusions hold for the networks that gradient
-# methods find, and the two limits of the bounds (rank 1 for the square loss with nonnegative
-# targets, stable rank about 2 for classification) are what the networks reach.
+# **Take away:** at these sizes the theorems' conclusions hold for the locally norm-minimal
+# networks computed here (minimum-norm interpolants, directions of the exponential loss), and the
+# two limits of the bounds (rank 1 for the square loss with nonnegative targets, stable rank
+# about 2 for classification) are what these networks reach. They do not hold for any
+# interpolant: the interpolants closest to the initialisation (where gradient descent on the
+# square loss ends when it stays near its linearisation) violate Theorem 4's bound.
 # :::
 
 # %% tags=["parameters"]
@@ -323,7 +334,7 @@ for k in depths:
 # %% [markdown]
 # {glue:text}`rank3-sq-dropped` of the {glue:text}`rank3-total` restarts do not end at a KKT
 # point on the constraint (an input mapped to 0 in some layer, or a descent that stalls) and are
-# left out. The norms of the minimum-norm interpolants sit just above the construction's norm:
+# left out. The norms of the minimum-norm interpolants sit close to the construction's norm:
 # the ratio (trained over construction) lies in [{glue:text}`rank3-sq-nc-lo`,
 # {glue:text}`rank3-sq-nc-hi`] over all depths $k'>2$ and restarts, and
 # {glue:text}`rank3-sq-nc-below` of the {glue:text}`rank3-sq-nc-n` networks are at or below it.
@@ -331,9 +342,9 @@ for k in depths:
 # so the argument above certifies none of those: for them Theorem 4 says nothing, and the bound
 # is only measured (claim `thm4-bound-minnorm`), not implied. Every hidden-to-hidden layer has
 # stable rank at most
-# {glue:text}`rank3-sq-hid`: gradient descent on the constraint finds the construction itself, a
-# shallow interpolant followed by rank-1 layers that carry a single channel, like the width-1
-# tail of the proof. The mean ratio is above Theorem 4's bound at
+# {glue:text}`rank3-sq-hid`: descent on the constraint finds networks with the structure of the
+# construction, a shallow interpolant followed by rank-1 layers that carry a single channel, like
+# the width-1 tail of the proof. The mean ratio is above Theorem 4's bound at
 # every depth for every minimum-norm interpolant; the interpolants closest to the initialisation,
 # whose norms are {glue:text}`rank3-sq-near-nc` times the construction's or more, fall below the
 # bound at depths {glue:text}`rank3-sq-near-fail`, so the bound is not a property of any
@@ -347,7 +358,8 @@ hid_max = max(float(sq[k]["min"]["hid"].max()) for k in deeper)
 near_hid_min = min(float(sq[k]["near"]["hid"].min()) for k in deeper)
 rise = [float(sq[k]["min"]["mean_r"].mean()) for k in depths]
 for key, val in {"sq-nc-lo": f"{float(mins.min()):.3f}", "sq-nc-hi": f"{float(mins.max()):.3f}",
-                 "sq-nc-below": int((mins <= 1).sum()), "sq-nc-n": mins.numel(), "sq-hid": f"{hid_max:.3f}",
+                 "sq-nc-below": int((mins <= 1).sum()), "sq-nc-n": mins.numel(),
+                 "sq-nc-dev": f"{100 * float((mins - 1).abs().max()):.1f}%", "sq-hid": f"{hid_max:.3f}",
                  "sq-near-nc": f"{min(float((sq[k]['near']['norm'] / norm4[k]).min()) for k in deeper):.1f}",
                  "sq-near-fail": ", ".join(map(str, near_fail)) if near_fail else "none",
                  "B4": f"{B4:.2f}", "sq-dropped": sum(int((~sq[k]["ok"]).sum()) for k in depths)}.items():
@@ -378,7 +390,9 @@ ledger.below("thm4-rank1", "Sec. 4", "hidden-to-hidden layers of minimum-norm in
              "bias towards rank 1 with depth", hid_max, 1.05, fmt=".3f", items="sec4-l2", bearing="supports",
              proxy=True, origin="after-seeds: fixed after the pilot runs of this page")
 ledger.holds("thm4-ratio-rises", "Sec. 4", "the mean ratio of minimum-norm interpolants rises with depth "
-             "(mean over restarts, every step of the sweep; value: the smallest rise)", "ratio -> 1 as k' grows",
+             "(mean over restarts, every step of the sweep; value: the smallest rise). With rank-1 hidden layers "
+             "(claim thm4-rank1) and a last layer of one row, only the first layer has ratio below 1, and its share "
+             "of the mean is 1/k'", "ratio -> 1 as k' grows",
              " -> ".join(f"{v:.3f}" for v in rise), min(steps_up) > 0, tolerance="order", items="sec4-l2",
              bearing="supports", proxy=True, value=min(steps_up), lo=0.0, origin="prior: the order only")
 
@@ -539,7 +553,10 @@ early = torch.cat([construction_over_trained(k, 0, [2]) for k in deeper])
 hid_deep = float(mg[depths[-1]]["hid"][sep_all[depths[-1]]].mean())
 falls = [float(mg[k]["mean_r"][sep_all[k]].mean()) for k in depths]
 hid_rises = [float(mg[k]["hid"][sep_all[k]].mean()) for k in deeper]
-for key, val in {"notsep": n_not_sep, "total": E * len(depths), "eps0": f"{float(eps_start.mean()):.3f}",
+at_cap = [next((st for st, q in zip(steps_rec, mg[k]["hist"].min_margin) if bool((q[sep_all[k]] >= 0.999 * P["margin_cap"]).all())),
+               None) for k in depths]
+cap_step = "none" if None in at_cap else max(at_cap)
+for key, val in {"notsep": n_not_sep, "total": E * len(depths), "cap-step": cap_step, "eps0": f"{float(eps_start.mean()):.3f}",
                  "eps1": f"{float(eps_end.mean()):.3f}", "eps1max": f"{float(eps_end.max()):.3f}",
                  "step0": steps_rec[0], "mg-nc": f"{float((1 / ratio_k2).max()):.3f}",
                  "mg-nc-best": f"{float((1 / ratio_best).max()):.3f}", "early-fail": int((early < 1).sum()),
@@ -551,12 +568,15 @@ ledger.holds("separating", "setup", f"at every depth at least {E - 1} of the {E}
              "separation", f"{n_sep} of {E} (worst depth)", n_sep >= E - 1, tolerance=f">= {E - 1}", items="lemma1",
              bearing="control", value=n_sep, lo=E - 1.5, origin="after-seeds: fixed after the pilot runs of this page")
 ledger.above("lemma1-margin-grows", "Lemma 1 (Lyu & Li)", "the normalised margin grows for every separating "
-             f"network (smallest ratio end / step {steps_rec[0]})", "non-decreasing along GF", nm_growth, 1.0,
-             fmt=".3f", items="lemma1", bearing="supports", origin="theory: non-decreasing along gradient flow")
+             f"network (smallest ratio end / step {steps_rec[0]}); with the scale held at margin {P['margin_cap']:g} "
+             "the steps ascend a smoothed margin by design, so this checks the steps, not Lemma 1",
+             "non-decreasing along GF", nm_growth, 1.0, fmt=".3f", items="lemma1", bearing="control",
+             origin="theory: non-decreasing along gradient flow")
 ledger.below("lemma1-kkt-falls", "Lemma 1", f"the KKT residual of Problem 6 falls: mean at the end over mean at "
-             f"step {steps_rec[0]} (end mean {float(eps_end.mean()):.3f})", "-> 0 (KKT point in the limit)",
+             f"step {steps_rec[0]} (end mean {float(eps_end.mean()):.3f}; runs with the scale held at margin "
+             f"{P['margin_cap']:g}, a stand-in for late gradient flow)", "-> 0 (KKT point in the limit)",
              float(eps_end.mean() / eps_start.mean()), 0.5, fmt=".3f", items="lemma1", bearing="supports",
-             origin="after-seeds: fixed after the pilot runs of this page")
+             proxy=True, origin="after-seeds: fixed after the pilot runs of this page")
 ledger.above("thm5-below-construction", "Thm 5 / App. E", "every trained direction (margin 1, balanced) has a "
              "smaller norm than Theorem 5's construction from the best depth-2 network, at every depth k' > 2 "
              "(smallest ratio construction / trained)", "||theta*|| <= ||theta'||", float(ratio_k2.min()), 1.0,
@@ -573,13 +593,14 @@ ledger.holds("thm5-test-early", "Thm 5", f"negative control: at step {steps_rec[
              value=n_early, lo=0.5, origin="prior")
 ledger.between("thm5-srank-2", "Thm 5 (limit 1/sqrt2)", f"hidden-to-hidden layers at depth {depths[-1]} have "
                "stable rank near 2, not 1 (mean)", "harmonic mean of sqrt(srank) <= ~sqrt2", hid_deep, 1.5, 2.5,
-               fmt=".2f", items="sec5-gf", bearing="supports", origin="after-seeds: fixed after the pilot runs of this page")
+               fmt=".2f", items="sec5-gf", bearing="supports", proxy=True,
+               origin="after-seeds: fixed after the pilot runs of this page")
 falls_by = min([a - b for a, b in zip(falls, falls[1:])] + [b - a for a, b in zip(hid_rises, hid_rises[1:])])
 ledger.holds("depth-ratio-falls", "Sec. 5", "the mean ratio of the trained directions falls with depth at every "
              "step of the sweep (towards 1/sqrt2 from above) and the hidden stable rank rises (value: the smallest "
              "step of either, in the right direction)", "bias towards low rank for deep networks",
              " -> ".join(f"{v:.3f}" for v in falls), falls_by > 0, tolerance="order", items="sec5-gf",
-             bearing="qualifies", value=falls_by, lo=0.0, origin="prior: the order only")
+             bearing="qualifies", proxy=True, value=falls_by, lo=0.0, origin="prior: the order only")
 ledger.below("init-control", "setup", f"a Kaiming start at depth {kd} reaches the same mean ratio as the identity "
              "start (absolute difference of the means)", "-", abs(float(mg_kaiming["mean_r"][mg_kaiming["sep"]].mean())
                                                                - float(mg[kd]["mean_r"][sep_all[kd]].mean())), 0.02,
@@ -625,8 +646,9 @@ plt.close(fig)
 # ```
 #
 # With the exponential loss the hidden-to-hidden layers at depth {glue:text}`rank3-deep` have
-# mean stable rank {glue:text}`rank3-lg-mid`: the network carries the positive and the negative
-# part of its output in two channels, as in the construction of Theorem 5. As depth grows the
+# mean stable rank {glue:text}`rank3-lg-mid`, as the tail of Theorem 5's construction, which carries
+# the positive and the negative part of the output in two channels (the page measures the stable
+# rank, not whether the trained layers carry those two channels). As depth grows the
 # mean ratio of these networks *falls*, towards $1/\sqrt2$ from above, while the bound of Theorem 5
 # rises towards it from below; with the square loss the mean ratio rises towards 1. Both agree with
 # the theorems, which bound the ratio from below and say nothing about monotonicity. They do not
@@ -638,10 +660,10 @@ plt.close(fig)
 # The constructions behind Theorems 4 and 5 are exact. The networks that gradient methods find
 # satisfy the theorems' conclusions at every depth up to {glue:text}`rank3-deep`: minimum-norm
 # interpolants of the square loss have the structure of the construction of Theorem 4 (hidden
-# layers of rank 1) and a norm just above its norm, so the theorem's argument does not cover them
-# and their bound is measured, not implied; the directions of gradient flow on the exponential loss
-# have smaller norms than the construction of Theorem 5, so its bound holds for them by the
-# theorem's own argument. Both are local solutions (KKT points, approached but not reached in this
+# layers of rank 1) and a norm within {glue:text}`rank3-sq-nc-dev` of its norm, so the theorem's
+# argument covers those at or below it, and for the others the bound is measured, not implied;
+# the directions reached on the exponential loss have smaller norms than the construction of
+# Theorem 5, so its bound holds for them by the theorem's own argument. Both are local solutions (KKT points, approached but not reached in this
 # budget), not the global minimisers of the theorems; for the exponential loss the comparison of
 # norms is what makes the bound apply to them anyway. "Low rank" for classification means "stable rank about 2 in the hidden layers", as the
 # remark after Theorem 5 says, and depth brings the networks closer to that value, not to 1.

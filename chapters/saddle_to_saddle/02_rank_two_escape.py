@@ -29,8 +29,11 @@
 #   restricted to rank-one layers agree), and the network of Eq. (2) with $W_3=[-1]$ reaches $1/2$
 #   with a rank-two first layer. As printed, with $W_3=[1]$, it *increases* the loss at speed 1/2.
 # - Projected gradient descent finds the rank-two direction more often as the width grows, and
-#   every run that beats $\sqrt2-1$ ends at speed $1/2$ with a rank-two first layer and a rank-one
+#   the runs that beat $\sqrt2-1$ end at speed $1/2$ with a rank-two first layer and a rank-one
 #   second layer; no run exceeds $1/2$ (consistent with the paper's footnote 2).
+# - **Certified:** a bound over the sign patterns of the second layer, with linear-programming
+#   dual certificates, proves $s^*(3)=1/2$ at any width (footnote 2's doubt is right) and
+#   $s^*(2)=\sqrt2-1$, so the optimal speed rises strictly with depth here.
 # - Only the **first** weight matrix is rank two, in the construction and in every solver optimum:
 #   Section 1.3's description of this example ("the first two weight matrices are rank 2") does
 #   not match it.
@@ -48,11 +51,12 @@ device = "auto"
 PROFILES = {
     # widths: hidden width of both hidden layers; runs: restarts per width (one batched solve per
     # width); steps, lr, lr_final: projected gradient descent with a cosine-decayed step;
-    # rank_one_runs: restarts of the rank-one-constrained solver; grid: points of the phi grid
+    # rank_one_runs: restarts of the rank-one-constrained solver; grid: points of the phi grid;
+    # cert_grid: angles of the linear programs of the depth-3 certificate
     "ci": dict(widths=(4, 8, 16, 32, 64), runs=24, steps=1500, lr=0.3, lr_final=0.001,
-               rank_one_runs=32, rank_one_width=16, grid=100_001),
+               rank_one_runs=32, rank_one_width=16, grid=100_001, cert_grid=120),
     "full": dict(widths=(4, 8, 16, 32, 64, 128, 256, 512), runs=100, steps=20_000, lr=0.3, lr_final=0.001,
-                 rank_one_runs=128, rank_one_width=64, grid=1_000_001),
+                 rank_one_runs=128, rank_one_width=64, grid=1_000_001, cert_grid=720),
 }
 
 # %%
@@ -66,7 +70,7 @@ from myst_nb import glue
 from implicit_bias import plotting, spectra
 from implicit_bias.chapter import start_chapter
 from implicit_bias.claims import Ledger
-from implicit_bias.saddle_to_saddle import escape
+from implicit_bias.saddle_to_saddle import certificates, escape
 from implicit_bias.saddle_to_saddle import example1 as ex
 from implicit_bias.saddle_to_saddle import localized as lo
 
@@ -119,10 +123,10 @@ print(f"Eq. (2) as printed (W_3 = [1]): L_0 = {eq2_printed:+.6f}; with W_3 = [-1
       f"layer norms {[round(v, 12) for v in eq2_norms]}, singular values of W_1 {[round(float(v), 6) for v in eq2_sv]}")
 ledger.close("eq2-as-printed", "Eq. (2)", "the printed weights (W_3 = [1]) give L_0 = +1/2: the loss grows along "
              "them (measured: L_0)", "speed 1/2", eq2_printed, 0.5, atol=1e-12, fmt=".6f", items="eq2",
-             bearing="contradicts")
+             bearing="contradicts", origin="theory")
 ledger.close("eq2-speed", "Example 1, Eq. (2)", "with W_3 = [-1] the construction has speed 1/2 on the sphere "
              "||theta||^2 = 3 (each layer of norm 1)", "1/2", eq2_speed, 0.5, atol=1e-12, fmt=".6f",
-             items="ex1", bearing="supports")
+             items="ex1", bearing="supports", origin="paper")
 glue("sts2-eq2-printed", f"{eq2_printed:+.3f}", display=False)
 
 # %% [markdown]
@@ -165,12 +169,13 @@ for key, val in {"grid": f"{P['grid']:,}", "eq6-err": f"{eq6_err:.0e}", "eq6-max
                  "r1-width": P["rank_one_width"], "r1-max": f"{r1_max:.6f}"}.items():
     glue(f"sts2-{key}", val, display=False)
 ledger.below("eq6-direct", "Eq. (6)", "Eq. (6) equals the direct sum over the data (largest difference on the grid)",
-             "closed form", eq6_err, 1e-12, fmt=".1e", items="eq6", bearing="supports")
+             "closed form", eq6_err, 1e-12, fmt=".1e", items="eq6", bearing="supports", origin="theory")
 ledger.close("eq6-max", "Eq. (6), Example 1", "the best rank-one speed is sqrt(2) - 1, at multiples of pi/4",
-             "sqrt(2) - 1 = 0.414214", eq6_max, S1, atol=1e-12, fmt=".9f", items=["eq6", "ex1", "fig5"], bearing="supports")
+             "sqrt(2) - 1 = 0.414214", eq6_max, S1, atol=1e-12, fmt=".9f", items=["eq6", "ex1", "fig5"], bearing="supports",
+             origin="paper")
 ledger.between("rank-one-solver", "Example 1", "a solver restricted to rank-one layers reaches but never exceeds "
                "sqrt(2) - 1 (best speed)", "<= sqrt(2) - 1", r1_max, S1 - 1e-3, S1 + 1e-9, fmt=".6f", items="ex1",
-               bearing="supports")
+               bearing="supports", origin="paper: the ceiling sqrt(2) - 1 (1e-9: rounding); the floor 1e-3 prior")
 
 # %%
 fig, ax = plotting.subplots(1, height=2.4)
@@ -228,16 +233,20 @@ succ = torch.cat([sweep[w]["success"] for w in widths])
 w1 = torch.cat([sweep[w]["w1"] for w in widths])
 w2 = torch.cat([sweep[w]["w2"] for w in widths])
 n_succ = int(succ.sum())
+share_rank_two = float(((speeds >= 0.499) & (w1 >= 0.5))[succ].double().mean()) if n_succ else float("nan")
 succ_min = float(speeds[succ].min()) if n_succ else float("nan")
-w1_min = float(w1[succ].min()) if n_succ else float("nan")
-w2_max = float(w2[succ].max()) if n_succ else float("nan")
+conv = succ & (speeds >= 0.499)                  # successful runs that have reached 1/2
+w1_min = float(w1[conv].min()) if bool(conv.any()) else float("nan")
+w2_max = float(w2[conv].max()) if bool(conv.any()) else float("nan")
 top = float(speeds.max())
 fail_max = float(speeds[~succ].max()) if bool((~succ).any()) else float("nan")
 print(f"successful: {n_succ} of {len(speeds)}; their speeds >= {succ_min:.6f}, s2/s1(W_1) >= {w1_min:.3f}, "
       f"s2/s1(W_2) <= {w2_max:.1e}; best of all runs {top:.9f}; failed runs end at <= {fail_max:.6f}")
 
 # %% [markdown]
-# Every run that beats $\sqrt2-1$ ends at speed at least {glue:text}`sts2-succ-min` with a first
+# Of the runs that beat $\sqrt2-1$, a share {glue:text}`sts2-share-r2` ends at speed at least
+# 0.499 (the slowest successful run ends at {glue:text}`sts2-succ-min`; a run that crosses
+# $\sqrt2-1$ late in the budget may not have converged), and those that reach $1/2$ have a first
 # layer of two equal singular values ($s_2/s_1\ge$ {glue:text}`sts2-w1-min`) and a rank-one
 # second layer ($s_2/s_1\le$ {glue:text}`sts2-w2-max`): the solver finds Eq. (2), up to the
 # symmetries of the network. The best of all {glue:text}`sts2-total` runs reaches
@@ -249,31 +258,32 @@ print(f"successful: {n_succ} of {len(speeds)}; their speeds >= {succ_min:.6f}, s
 # (width {glue:text}`sts2-r1-width`) has no successful run.
 
 # %%
-for key, val in {"succ-min": f"{succ_min:.4f}", "w1-min": f"{w1_min:.3f}", "w2-max": f"{w2_max:.0e}",
+for key, val in {"succ-min": f"{succ_min:.4f}", "share-r2": f"{share_rank_two:.3f}", "w1-min": f"{w1_min:.3f}", "w2-max": f"{w2_max:.0e}",
                  "total": len(speeds), "top": f"{top:.6f}", "frac-lo": f"{frac[0]:.2f}", "frac-hi": f"{frac[-1]:.2f}",
                  "w-lo": widths[0], "w-hi": widths[-1]}.items():
     glue(f"sts2-{key}", val, display=False)
 ledger.above("fig2-wide", "Fig. 2", f"at width {widths[-1]} most runs find a direction faster than sqrt(2) - 1 "
-             "(share of runs)", "share grows with width", frac[-1], 0.5, fmt=".2f", items=["fig2", "conj1"],
-             bearing="supports")
+             "(share of runs)", "share grows with width", frac[-1], 0.5, fmt=".2f", items="fig2",
+             bearing="supports", origin="prior: the guide's proposal")
 ledger.above("fig2-trend", "Fig. 2", f"the share of successful runs grows from width {widths[0]} to {widths[-1]} "
              "(difference of shares)", "share grows with width", frac[-1] - frac[0], 0.25, fmt=".2f",
-             items=["fig2", "conj1"], bearing="supports")
-ledger.holds("fig2-rank-two", "Fig. 2, Example 1", "every successful run ends at the rank-two speed 1/2 with a "
-             "rank-two first layer (smallest speed; smallest s2/s1 of W_1)", "rank-two escape, speed 1/2",
-             f"{succ_min:.4f}; {w1_min:.3f}", n_succ > 0 and succ_min >= 0.499 and w1_min >= 0.5,
-             tolerance=">= 0.499; >= 0.5", items=["fig2", "fig6", "ex1"], bearing="supports")
+             items="fig2", bearing="supports", origin="prior: the guide's proposal")
+ledger.above("fig2-rank-two", "Fig. 2, Example 1", "the successful runs end at the rank-two speed 1/2 with a "
+             f"rank-two first layer (share of the {n_succ} successful runs with speed >= 0.499 and s2/s1(W_1) >= 0.5)",
+             "rank-two escape, speed 1/2", share_rank_two, 0.9, fmt=".3f", items=["fig2", "fig6", "ex1"],
+             bearing="supports", origin="after-seeds: first 'every run' (all of seeds 0-4 had every run); a share "
+             "after reviewers saw one unconverged run on an unseen seed")
 ledger.below("fn2-nothing-faster", "Sec. 4, footnote 2", "no run of the sweep is faster than 1/2 (best speed)",
              "doubts that anything beats 1/2", top, 0.5 + 1e-6, fmt=".6f", items=["fn2", "fig6"],
-             bearing="supports")
+             bearing="supports", origin="paper: 1/2 (1e-6: rounding and the solver's last step)")
 eq2_w2_rank = int(spectra.numerical_rank(eq2_fixed[1]))
-ledger.below("w2-rank-one", "Sec. 1.3", "only the first layer is rank two: the second layer of every successful "
-             f"run is rank one (largest s2/s1 of W_2; Eq. (2)'s W_2 has rank {eq2_w2_rank})",
+ledger.below("w2-rank-one", "Sec. 1.3", "only the first layer is rank two: the second layer of every run that "
+             f"reached 1/2 is rank one (largest s2/s1 of W_2; Eq. (2)'s W_2 has rank {eq2_w2_rank})",
              "the first two weight matrices are rank 2", w2_max if eq2_w2_rank == 1 else float("nan"), 0.05,
-             fmt=".1e", items="intro-rank2", bearing="contradicts")
-ledger.close("fig2-control", "Fig. 2, negative control", "the rank-one-constrained solver has no successful run "
-             "(share)", "-", float((r1.speed > S1 + 1e-3).double().mean()), 0.0, fmt=".2f", items="fig2",
-             bearing="control")
+             fmt=".1e", items="intro-rank2", bearing="contradicts", origin="prior: the guide's 'rank one'")
+ledger.below("fig2-control", "Fig. 2, negative control", "the rank-one-constrained solver has no successful run "
+             "(share; one run would be 1/n)", "-", float((r1.speed > S1 + 1e-3).double().mean()), 0.5 / len(r1.speed),
+             fmt=".2f", items="fig2", bearing="control", origin="theory")
 
 # %%
 fig, axes = plotting.subplots(3, height=2.5)
@@ -371,9 +381,67 @@ glue("sts2-warm-width", w_warm, display=False)
 glue("sts2-warm-speed", f"{warm_max:.6f}", display=False)
 ledger.below("eq2-local-optimum", "Example 1, footnote 2", "perturbed restarts from Eq. (2) do not find a faster "
              "direction (largest speed along the runs)", "doubts that anything beats 1/2", warm_peak, 0.5 + 1e-6,
-             fmt=".6f", items="fn2", bearing="supports")
+             fmt=".6f", items="fn2", bearing="supports", origin="paper: 1/2 (1e-6: rounding)")
 ledger.above("eq2-kink", "Def. 2.1", "Eq. (2) sits on a kink: with sigma'(0) = 0 its KKT residual is far from 0",
-             "escape directions satisfy grad L_0 = -s rho", eq2_kkt, 0.5, fmt=".2f", items="def21", bearing="qualifies")
+             "escape directions satisfy grad L_0 = -s rho", eq2_kkt, 0.5, fmt=".2f", items="def21", bearing="qualifies",
+             origin="prior")
+
+# %% [markdown]
+# ## Certificates: nothing escapes faster than $1/2$
+#
+# The solver's runs say that no direction it found beats $1/2$; they cannot say that none
+# exists. For this example the optimal speed can be certified, at any width, because the inputs
+# lie in the plane (`certificates`, our derivation, not the paper's). A unit first-layer neuron
+# at angle $\phi$ has the feature vector $\Phi(\phi)_j=\sigma(\cos\phi\,x_{j1}+\sin\phi\,x_{j2})$
+# on the eight points, and with $g=-G$:
+#
+# - **Depth 2.** $s=\sum_iW_2[i]\lVert W_1[i,:]\rVert\langle g,\Phi(\phi_i)\rangle$ and
+#   $\sum_i\lvert W_2[i]\rvert\lVert W_1[i,:]\rVert\le1$ on the sphere (AM-GM), so
+#   $s^*(2)=\max_\phi\lvert\langle g,\Phi(\phi)\rangle\rvert$: one neuron is optimal, and the
+#   maximum of this piecewise-sinusoidal function is computed exactly (ends and peaks of each arc
+#   between kinks): {glue:text}`sts2-cert2`, which is $\sqrt2-1$.
+# - **Depth 3.** The second-layer pre-activations of a unit are $z=P\tilde z$ with $P\ge0$ and
+#   $\tilde z$ in $K$, the symmetric convex hull of the features, and the path norm
+#   $\sum_k\lvert W_3[k]\rvert P_k\le\lVert W_3\rVert\lVert W_2\rVert_F\lVert W_1\rVert_F\le1$,
+#   so at any width $s^*(3)\le V=\max_{\tilde z\in K}\lvert\langle g,\sigma(\tilde z)\rangle\rvert$
+#   (with equality for wide enough networks). On each of the $2^8$ sign patterns of $\tilde z$ the
+#   ReLU is linear, and for every $\lambda\ge0$ the value $\max_\phi\lvert(a_S+\lambda\circ s)\cdot
+#   \Phi(\phi)\rvert$ bounds the pattern's maximum (weak duality): each $\lambda$ is a
+#   **certificate**. A linear program on {glue:text}`sts2-cert-grid` angles (plus the kinks) finds
+#   $\lambda$ for each pattern and each sign of the output ({glue:text}`sts2-cert-n` programs); its
+#   value is also the speed of a network built from those angles (a lower bound), and the
+#   certificate is then evaluated exactly over all angles, after averaging over the symmetries of
+#   the octagon (which closes the gap that the grid leaves).
+#
+# The certified bound is $s^*(3)\le$ {glue:text}`sts2-cert3` at every width, and the linear
+# programs' networks reach {glue:text}`sts2-cert3-lower`; {glue:text}`sts2-cert-tight` of the
+# patterns attain the bound. So $s^*(3)=1/2$ exactly: footnote 2's doubt is right at depth 3, and
+# with $s^*(2)=\sqrt2-1$ the optimal speed rises strictly from depth 2 to depth 3
+# (Proposition 3.2), by certificates rather than by the solver.
+
+# %%
+cert2 = certificates.depth2_speed(X, G)
+cert3 = certificates.depth3_certificate(X, G, grid=P["cert_grid"])
+print(f"depth 2: s*(2) = {cert2:.15f} (sqrt(2) - 1 = {S1:.15f}); depth 3: certified s*(3) <= {cert3.upper:.15f}, "
+      f"linear programs' networks reach {cert3.lower:.15f}; {cert3.tight_patterns} of {len(cert3.per_pattern)} "
+      f"(sign, pattern) problems attain the bound")
+for key, val in {"cert2": f"{cert2:.12f}", "cert3": f"{cert3.upper:.12f}", "cert3-lower": f"{cert3.lower:.12f}",
+                 "cert-grid": P["cert_grid"], "cert-n": len(cert3.per_pattern),
+                 "cert-tight": f"{cert3.tight_patterns} of {len(cert3.per_pattern)}"}.items():
+    glue(f"sts2-{key}", val, display=False)
+ledger.close("ex1-depth2-certified", "Example 1 (derived), Prop. 3.2", "at depth 2 one neuron is optimal: s*(2) = "
+             "max_phi |<g, Phi(phi)>| (exact, any width)", "sqrt(2) - 1 (the best rank-one speed)", cert2, S1,
+             atol=1e-12, fmt=".12f", items=["ex1", "prop32"], bearing="supports", origin="theory")
+ledger.below("fn2-certified", "Sec. 4, footnote 2", "at depth 3 and any width nothing escapes faster than 1/2: the "
+             "dual certificates over the 2^8 sign patterns bound s*(3) (certified bound - 1/2)",
+             "doubts that anything beats 1/2", cert3.upper - 0.5, 1e-9, fmt=".1e", items=["fn2", "ex1"],
+             bearing="supports", origin="theory: 1/2, and 1e-9 for rounding")
+ledger.close("cert-lp-lower", "Example 1, Eq. (2)", "the linear programs' best network reaches 1/2 (a check that "
+             "the programs see the construction of Eq. (2))", "1/2", cert3.lower, 0.5, atol=1e-9, fmt=".12f",
+             items="ex1", bearing="control", origin="theory")
+ledger.above("prop32-certified", "Prop. 3.2, Example 1", "the optimal speed rises strictly from depth 2 to 3: "
+             "1/2 (Eq. (2), a lower bound on s*(3)) minus the certified s*(2)", "non-decreasing",
+             0.5 - cert2, 0.0, fmt=".4f", items=["prop32", "ex1"], bearing="supports", origin="theory")
 
 # %% [markdown]
 # ## Conclusion
@@ -381,14 +449,16 @@ ledger.above("eq2-kink", "Def. 2.1", "Eq. (2) sits on a kink: with sigma'(0) = 0
 # Example 1 holds up: the best rank-one speed is $\sqrt2-1$, a network with a rank-two first layer
 # escapes at $1/2$ (once the sign of $W_3$ in Eq. (2) is fixed), and projected gradient descent
 # finds that direction more often in wider networks (Figures 2 and 6); no run finds anything
-# faster. The rank-two structure is confined to the first layer, in the construction and in every
+# faster, and linear-programming certificates prove that nothing is faster at depth 3, at any
+# width ($s^*(3)=1/2$), and that one neuron is optimal at depth 2 ($s^*(2)=\sqrt2-1$). The rank-two structure is confined to the first layer, in the construction and in every
 # optimum the solver finds, so "the first two weight matrices are rank 2" (Section 1.3) describes
 # the example wrongly: the escape direction is a rank-two layer followed by rank-one layers, the
 # "half bottleneck" the paper argues for. The optima sit on kinks of the ReLU, which Definition 2.1
 # does not cover. How the structure develops with depth is the subject of
 # {doc}`03_structure_of_escape_directions`.
 #
-# **How the tolerances are set.** The closed forms are compared at $10^{-12}$ (float64 rounding).
+# **How the tolerances are set.** The closed forms and the certificates are compared at
+# $10^{-12}$-$10^{-9}$ (float64 rounding).
 # Success is the paper's criterion (faster than $\sqrt2-1$) with a margin of $10^{-3}$, well above
 # the solver's final accuracy (the decayed step leaves runs within about $10^{-3}$ of their limit).
 # **Changed after seeing seed 0.** The sweep first used the step 0.1 decayed to 1% of it; after
@@ -396,7 +466,11 @@ ledger.above("eq2-kink", "Def. 2.1", "Eq. (2) sits on a kink: with sigma'(0) = 0
 # (speeds between 0.415 and 0.499, second layers not yet rank one), and `fig2-rank-two` failed. A
 # pilot on seeds 0-4 with the step 0.3 decayed to 0.1% of it brought every successful run to
 # within $5\cdot10^{-4}$ of $1/2$ with the same widths and budget; the page uses that step. The
-# claims' thresholds did not change.
+# claims' thresholds did not change. **Restated after a review on unseen seeds.** `fig2-rank-two`
+# said that *every* successful run ends at $1/2$ with a rank-two first layer; on seeds 0-4 every
+# one did, but a run that crosses $\sqrt2-1$ late in the budget need not have converged, so the
+# claim is now the share of such runs (at least 0.9), and `w2-rank-one` looks at the runs that
+# reached $1/2$.
 # The width trend thresholds (a share above 0.5 at the largest width and an increase of at least
 # 0.25) are the guide's proposals, fixed before the runs; "rank two" means $s_2/s_1(W_1)\ge0.5$
 # and "rank one" $s_2/s_1(W_2)\le0.05$, also the guide's.

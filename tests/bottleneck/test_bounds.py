@@ -115,3 +115,61 @@ def test_regularity_budget_is_zero_for_the_geometric_path_in_the_limit() -> None
         B = bounds.regularity_budget(W, b, X, k=2)
         assert torch.allclose(B, torch.full_like(B, 2 * float((torch.log(s) ** 2).sum()) / L), rtol=0.05)
     assert spectra.log_pseudo_determinant(torch.diag(s)).item() == pytest.approx(0.0)
+
+
+def test_proposition9_readings_match_explicit_gram_and_autograd():
+    import torch
+    from implicit_bias.bottleneck import bounds, jacobians
+    from implicit_bias.models import mlp_trace
+    g = torch.Generator().manual_seed(3)
+    D = torch.float64
+    dims = [3, 5, 4, 2]
+    for slope in (0.0, 0.3):
+        W = [torch.randn(dims[l + 1], dims[l], generator=g, dtype=D) for l in range(3)]
+        b = [torch.randn(dims[l + 1], generator=g, dtype=D) * 0.3 for l in range(3)]
+        X = torch.randn(6, 3, generator=g, dtype=D)
+        r = bounds.proposition9_readings(W, b, X, negative_slope=slope, iters=300)
+        # explicit Gram of d vec(Jf) / d theta by autograd over the weights, one sample at a time
+        for i in range(X.shape[0]):
+            Ws = [w.clone().requires_grad_(True) for w in W]
+            J = jacobians.input_jacobians(Ws, b, X[i:i + 1], slope)[0]          # patterns fixed at X[i]
+            rows = []
+            for a in range(J.shape[0]):
+                for j in range(J.shape[1]):
+                    grads = torch.autograd.grad(J[a, j], Ws, retain_graph=True)
+                    rows.append(torch.cat([gr.flatten() for gr in grads]))
+            M = torch.stack(rows)                                              # (d_out d_in, params)
+            G = M @ M.T
+            top = torch.linalg.eigvalsh(G)[-1]
+            assert torch.isclose(r.mixed[i], top, rtol=1e-8), (slope, i, float(r.mixed[i]), float(top))
+            assert torch.isclose(r.hessian[i], 2 * top, rtol=1e-8)
+            assert r.rank_one[i] <= r.mixed[i] * (1 + 1e-12)
+        if slope == 0.0:
+            g2, s = bounds.proposition9_check(W, b, X)
+            assert torch.allclose(g2, r.rank_one) and torch.allclose(s, r.s_top)
+
+
+def test_proposition9_hessian_reading_is_twice_the_mixed_one():
+    import torch
+    from torch.func import functional_call, hessian, jacrev
+    from implicit_bias import models
+    from implicit_bias.bottleneck import bounds
+    g = torch.Generator().manual_seed(5)
+    D = torch.float64
+    dims = [3, 4, 4, 2]
+    W = [torch.randn(dims[l + 1], dims[l], generator=g, dtype=D) for l in range(3)]
+    b = [torch.randn(dims[l + 1], generator=g, dtype=D) * 0.3 for l in range(3)]
+    for slope in (0.0, 0.25):
+        net = models.mlp_from_weights(W, b, activation="relu" if slope == 0.0 else "leaky", negative_slope=slope or 0.01)
+        params = {k: v.detach() for k, v in net.named_parameters()}
+
+        def theta_diag(x):                              # Theta(x, x), d_out x d_out
+            jac = jacrev(lambda p: functional_call(net, p, (x.unsqueeze(0),))[0])(params)
+            flat = torch.cat([j.reshape(j.shape[0], -1) for j in jac.values()], 1)
+            return flat @ flat.T
+
+        x = torch.randn(3, generator=g, dtype=D)
+        H = hessian(theta_diag)(x)                      # (d_out, d_out, d_in, d_in)
+        T = H.permute(0, 2, 1, 3).reshape(2 * 3, 2 * 3)  # rows (i, j), columns (i', j')
+        r = bounds.proposition9_readings(W, b, x.unsqueeze(0), negative_slope=slope, iters=300)
+        assert torch.isclose(torch.linalg.eigvalsh(T)[-1], r.hessian[0], rtol=1e-8)

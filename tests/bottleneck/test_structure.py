@@ -43,3 +43,16 @@ def test_negative_mass_and_representation_singular_values() -> None:
     H = torch.ones(4, 3, dtype=D)                               # rank 1, s_1 = sqrt(12)
     s = structure.representation_singular_values(H)
     assert s[0].item() == pytest.approx((12 / 4) ** 0.5) and s[1].item() == pytest.approx(0.0, abs=1e-12)
+
+
+def test_affine_law_and_loglog_slope():
+    import pytest
+    law = structure.affine_law([2, 4, 6, 8], [5.0, 9.0, 13.0, 17.0])
+    assert law.slope == pytest.approx(2.0) and law.intercept == pytest.approx(1.0)
+    assert law.rms == pytest.approx(0.0, abs=1e-12)
+    assert law.loo_slopes == pytest.approx([2.0] * 4) and law.max_loo_deviation(2.0) == pytest.approx(0.0, abs=1e-12)
+    bent = structure.affine_law([2, 4, 6, 8], [5.0, 9.0, 13.0, 21.0])
+    assert bent.rms > 0.5 and bent.max_loo_deviation(2.0) > 0.5
+    assert structure.loglog_slope([1, 2, 4, 8], [3.0, 3 / 2**0.5, 1.5, 3 / 8**0.5]) == pytest.approx(-0.5)
+    with pytest.raises(ValueError):
+        structure.affine_law([2, 2, 4], [1.0, 2.0, 3.0])

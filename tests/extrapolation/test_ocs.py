@@ -308,6 +308,33 @@ def test_batched_runs_follow_the_same_updates_as_one_run_at_a_time():
     assert all(r.kept_epoch == int(r.val_losses.argmin()) for r in res)
 
 
+def test_train_arms_gives_each_arm_the_networks_of_train_runs():
+    X, y = _toy()
+    rewards = ocs.reward_vectors(y, 2)
+    shifted = rewards + 3.0
+    make = lambda: nn.Sequential(nn.Linear(4, 16), nn.ReLU(), nn.Linear(16, 3))
+
+    def make_at(value):  # the same initial weights, the output bias started at ``value``
+        def build():
+            net = make()
+            with torch.no_grad():
+                net[-1].bias.fill_(value)
+            return net
+        return build
+
+    kw = dict(seed=1, epochs=3, batch_size=16, lr=1e-2, weight_decay=1e-3)
+    arms = ocs.train_arms([make, make_at(3.0)], X, [rewards, shifted], "mse", runs=2, **kw)
+    assert [len(a) for a in arms] == [2, 2]
+    alone = [ocs.train_runs(make, X, rewards, "mse", runs=2, **kw),
+             ocs.train_runs(make_at(3.0), X, shifted, "mse", runs=2, **kw)]
+    for arm, ref in zip(arms, alone):
+        for na, nb in zip(arm, ref):
+            for pa, pb in zip(na.parameters(), nb.parameters()):
+                assert torch.allclose(pa, pb, atol=1e-4)
+    with pytest.raises(ValueError):
+        ocs.train_arms([make], X, [rewards, shifted], "mse", runs=2, **kw)
+
+
 def test_batchnorm_networks_train_one_at_a_time_by_default():
     X, y = _toy()
     make = lambda: nn.Sequential(nn.Linear(4, 8), nn.BatchNorm1d(8), nn.ReLU(), nn.Linear(8, 2))
@@ -331,3 +358,16 @@ def test_linear_parts_and_norm_ratios():
     assert len(ocs.linear_parts(cnn, torch.rand(3, 1, 8, 8))) == 1 + len(cnn.weight_layers)
     with pytest.raises(TypeError, match="linear_parts"):
         ocs.linear_parts(nn.Sequential(nn.Conv2d(1, 2, 3)), torch.rand(1, 1, 8, 8))
+
+
+def test_binomial_interval_wilson():
+    lo, hi = ocs.binomial_interval(5, 10)
+    assert lo < 0.5 < hi and abs((lo + hi) / 2 - 0.5) < 1e-12
+    # a textbook value: 0 of 10 gives (0, 0.278) at 95%
+    lo, hi = ocs.binomial_interval(0, 10)
+    assert lo == 0.0 and abs(hi - 0.2775) < 1e-3
+    lo, hi = ocs.binomial_interval(10, 10)
+    assert hi == 1.0 and abs(lo - (1 - 0.2775)) < 1e-3
+    assert ocs.binomial_interval(3, 10, z=0.0) == pytest.approx((0.3, 0.3))
+    with pytest.raises(ValueError):
+        ocs.binomial_interval(11, 10)

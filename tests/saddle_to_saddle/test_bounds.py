@@ -29,6 +29,28 @@ def test_theorem31_forms_agree_and_vacuity_threshold() -> None:
     assert bounds.theorem31_c(1.0) == 0.0
 
 
+@pytest.mark.parametrize("seed", range(3))
+def test_speed_upper_bound_holds_for_random_networks(seed: int) -> None:
+    g = torch.Generator().manual_seed(seed)
+    X = torch.randn(15, 4, generator=g, dtype=torch.float64)
+    G = torch.randn(15, 3, generator=g, dtype=torch.float64)
+    bound = bounds.speed_upper_bound(X, G)
+    assert bound <= float(X.norm() * G.norm()) + 1e-12
+    for depth in (2, 3, 5):
+        Ws = lo.to_sphere(models.gaussian_weights([4] + [6] * (depth - 1) + [3], 1.0, (64,), generator=g))
+        assert float(lo.localized_loss(Ws, X, G).abs().max()) <= bound + 1e-12
+    assert bounds.kappa_lower_bound(X, G) >= 1.0
+
+
+def test_speed_upper_bound_is_attained_for_rank_one_data() -> None:
+    u = torch.tensor([1.0, 2.0, 0.5], dtype=torch.float64)
+    v = torch.tensor([0.3, 1.0, 2.0, 0.1], dtype=torch.float64)
+    X, G = torch.outer(v, u), -torch.outer(v, torch.ones(2, dtype=torch.float64))
+    rho, s1 = lo.closed_form_escape(X, G, 4, width=3)
+    assert bounds.speed_upper_bound(X, G) == pytest.approx(s1)
+    assert bounds.kappa_lower_bound(X, G) == pytest.approx(1.0)
+
+
 def test_prop33_bound() -> None:
     G = torch.ones(4, 1, dtype=torch.float64)                       # ||G|| = 2
     assert bounds.prop33_bound(G, 1.0, 0.1) == pytest.approx(8 * 2 * 0.1 / 0.8)

@@ -99,3 +99,44 @@ def test_balanced_subset() -> None:
     assert abs(float(Xs.mean())) < 1e-6
     with pytest.raises(ValueError, match="fewer than"):
         training.balanced_subset(X, y, 11)
+
+
+def test_train_until_escape_checkpoint_is_the_last_step_on_the_plateau() -> None:
+    """The weights kept for each run are those after exactly ``step`` updates (a replay from
+    scratch gives the same), their probe loss is still above the threshold, and one more step
+    takes it below."""
+    import math
+
+    from implicit_bias import models, train
+
+    g = torch.Generator().manual_seed(0)
+    X = torch.randn(120, 6, generator=g, dtype=torch.float64)
+    y = (X[:, 0] > 0).long() + 2 * (X[:, 1] > 0).long()
+    kw = dict(depth=3, width=8, std=0.1, eta0=0.3, batch_size=16, max_steps=3000, chunk=100, probe=60, seed=3)
+    fe = training.train_until_escape([1.0, 1e-3], X, y, **kw)
+    assert bool(fe.escaped.all())
+    rows = torch.randperm(len(X), generator=torch.Generator().manual_seed(3))[:60]
+    threshold = 0.99 * math.log(4)
+    for r in range(2):
+        k = int(fe.step[r])
+        out = models.layer_activations([W[r] for W in fe.weights], X[rows])[0][-1]
+        assert float(torch.nn.functional.cross_entropy(out, y[rows])) >= threshold
+    # replay run 0 from scratch for step[0] steps in one go: same mini-batches, same weights
+    gen0 = torch.Generator().manual_seed(3)
+    Ws = [W.clone() for W in models.gaussian_weights([6, 8, 8, 4], 0.1, (2,), generator=gen0, dtype=torch.float64)]
+    Ws = [W * torch.tensor([1.0, 1e-3], dtype=torch.float64)[:, None, None] for W in Ws]
+    gen = torch.Generator().manual_seed(10_000 * 3 + 1)
+    done = 0
+    while done < int(fe.step[0]):                     # same chunking of the random stream
+        n = min(100, int(fe.step[0]) - done)
+        if n < 100:
+            break
+        train.train_norm_adaptive(Ws, X, y, loss="ce", steps=100, eta0=0.3, radius=math.sqrt(3), batch_size=16,
+                                  generator=gen, progress=False)
+        done += 100
+    hist = train.train_norm_adaptive(Ws, X, y, loss="ce", steps=100, eta0=0.3, radius=math.sqrt(3), batch_size=16,
+                                     generator=gen, record_steps=[int(fe.step[0]) - done],
+                                     metrics={"w": lambda ws: [w.clone() for w in ws]}, progress=False)
+    snap = hist.records["w"][0]
+    assert all(torch.equal(a[0], b[0]) for a, b in zip(snap, fe.weights))
+    assert bool((fe.norm_growth > 0).all()) and fe.out_max.shape == (2,)

@@ -280,20 +280,14 @@ BROKEN_TOKENS_JS = r"""
         if (!parent || parent.closest('mjx-container, .MathJax, script, style')) continue;
         const inCode = !!parent.closest('code, kbd, samp, pre');
         const text = node.textContent;
-        for (const m of text.matchAll(/\S+/g)) {
-          // the pieces that must each sit on one line
-          const pieces = [];
-          let start = m.index;
-          const end = m.index + m[0].length;
-          if (!inCode) {
-            for (let i = m.index + 1; i < end - 1; i++) {
-              if ('-/\u2010\u2013\u2014'.includes(text[i]) && /\p{L}/u.test(text[i - 1]) && /\p{L}/u.test(text[i + 1])) {
-                pieces.push([start, i + 1]);
-                start = i + 1;
-              }
-            }
-          }
-          pieces.push([start, end]);
+        // the pieces that must each sit on one line: in code, every whitespace-free token; in
+        // prose, words and numbers (letters, digits and '_' joined by '.', ',', ':' or an
+        // apostrophe, a minus sign before a digit, an exponent such as 1e-3). A break at a
+        // hyphen between words or after punctuation such as '|' or '(' splits no word.
+        const tokenRe = inCode ? /\S+/g
+          : /(?:(?<![\p{L}\p{N}])[-\u2212](?=\p{N}))?[\p{L}\p{N}_]+(?:[.,:'\u2019][\p{L}\p{N}_]+|(?<=\p{N}[eE])[-+\u2212]\p{N}+)*/gu;
+        for (const m of text.matchAll(tokenRe)) {
+          const pieces = [[m.index, m.index + m[0].length]];
           for (const [a, b] of pieces) {
             const range = document.createRange();
             range.setStart(node, a);

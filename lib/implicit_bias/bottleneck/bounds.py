@@ -21,7 +21,7 @@ import torch
 
 from .. import spectra
 from ..models import mlp_trace, param_sqnorm
-from .jacobians import input_jacobians, jacobian_bilinear_gradient_sq, ntk_trace_closed_form
+from .jacobians import input_jacobians, jacobian_bilinear_gradient_sq, ntk_trace_closed_form, partial_jacobians
 
 Tensors = Sequence[torch.Tensor]
 
@@ -144,6 +144,58 @@ def proposition9_check(weights: Tensors, biases: Tensors, X: torch.Tensor) -> tu
     U, S, Vh = torch.linalg.svd(J)
     g2 = jacobian_bilinear_gradient_sq(weights, biases, X, Vh[:, 0, :], U[:, :, 0])
     return g2, S[:, 0]
+
+
+@dataclass
+class Proposition9Readings:
+    """Per sample, the two readings of Proposition 9's left side and its right side's ingredients:
+
+    - ``mixed``: ``||d^2_{xy} Theta(x, x)||_op``, the mixed second derivative (one argument of the
+      NTK moves along ``x``, the other along ``y``, then ``y = x``) viewed as a ``d_in d_out x d_in
+      d_out`` matrix: the statement's own quantity;
+    - ``hessian``: ``||d^2_x [Theta(x, x)]||_op``, the Hessian of the diagonal ``x -> Theta(x, x)``
+      (both arguments move together), which is exactly ``2 mixed`` for a piecewise-linear network;
+    - ``rank_one``: ``||d_theta (v^T Jf(x) u)||^2`` for the top singular pair ``(u, v)`` of
+      ``Jf(x)``, the quantity the proof bounds (a lower bound on ``mixed``);
+    - ``s_top``: ``||Jf(x)||_op``."""
+
+    mixed: torch.Tensor
+    hessian: torch.Tensor
+    rank_one: torch.Tensor
+    s_top: torch.Tensor
+
+
+def proposition9_readings(weights: Tensors, biases: Tensors, X: torch.Tensor, negative_slope: float = 0.0,
+                          iters: int = 100) -> Proposition9Readings:
+    """Both readings of Proposition 9's left side at every row of ``X`` (see
+    :class:`Proposition9Readings`).
+
+    Inside a linear region ``d Jf(x) / d W_l = B_l (.) F_l`` with ``B_l = J(pre_l -> f)(x)`` and
+    ``F_l = J(a_{l-1})(x)`` (biases do not enter ``Jf``), so the mixed derivative is the Gram
+    operator ``G(V) = sum_l B_l B_l^T V F_l^T F_l`` on ``d_out x d_in`` matrices ``V``; its top
+    eigenvalue is found by power iteration from ``v u^T`` (``iters`` steps; ``G`` is positive
+    semi-definite). The diagonal's Hessian adds the term with the two input indices swapped, which
+    equals ``G`` because ``F_l^T F_l`` is symmetric: ``hessian = 2 mixed``."""
+    trace = mlp_trace(weights, biases, X, negative_slope)
+    fwd, bwd = partial_jacobians(weights, biases, X, negative_slope)
+    n, d_in = X.shape
+    eye = torch.eye(d_in, dtype=X.dtype).expand(n, d_in, d_in)
+    Fs = [eye] + [trace.patterns[l - 1].unsqueeze(-1) * fwd[l - 1] for l in range(1, len(weights))]
+    Ps = [B @ B.transpose(-1, -2) for B in bwd]                       # (n, d_out, d_out)
+    Qs = [F.transpose(-1, -2) @ F for F in Fs]                        # (n, d_in, d_in)
+
+    def gram(V: torch.Tensor) -> torch.Tensor:
+        return sum(P @ V @ Q for P, Q in zip(Ps, Qs))
+
+    J = input_jacobians(weights, biases, X, negative_slope)
+    U, S, Vh = torch.linalg.svd(J)
+    V = U[:, :, :1] @ Vh[:, :1, :]                                    # v u^T, unit Frobenius norm
+    rank_one = (V * gram(V)).sum((-2, -1))
+    for _ in range(iters):
+        GV = gram(V)
+        V = GV / GV.flatten(1).norm(dim=1).clamp_min(1e-300).view(n, 1, 1)
+    mixed = torch.maximum((V * gram(V)).sum((-2, -1)), rank_one)
+    return Proposition9Readings(mixed, 2 * mixed, rank_one, S[:, 0])
 
 
 @dataclass

@@ -83,3 +83,41 @@ def representation_singular_values(H: torch.Tensor) -> torch.Tensor:
     """Singular values of the *uncentred* representation ``H / sqrt(n)`` (``n`` samples as rows):
     Corollary 8's ``s_i(alpha_l(X) / sqrt(N))``."""
     return spectra.singular_values(H / H.shape[-2] ** 0.5)
+
+
+@dataclass
+class AffineLaw:
+    """The least-squares line ``value = slope L + intercept`` through one value per depth, its
+    residual RMS, and the slopes of the lines fitted with each depth left out in turn."""
+
+    depths: list[float]
+    values: list[float]
+    slope: float
+    intercept: float
+    rms: float
+    loo_slopes: list[float]
+
+    def max_loo_deviation(self, target: float) -> float:
+        """The largest ``|slope - target|`` over the full and the leave-one-out fits."""
+        return max(abs(s - target) for s in [self.slope, *self.loo_slopes])
+
+
+def affine_law(depths: Sequence[float], values: Sequence[float]) -> AffineLaw:
+    """:func:`affine_fit` through ``(depths, values)`` with its residual RMS and leave-one-out
+    slopes (needs at least three distinct depths for the leave-one-out fits)."""
+    x, y = [float(v) for v in depths], [float(v) for v in values]
+    if len(set(x)) < 3:
+        raise ValueError("an affine law with leave-one-out fits needs at least three distinct depths")
+    slope, intercept = affine_fit(x, y)
+    resid = np.asarray(y) - (slope * np.asarray(x) + intercept)
+    loo = [affine_fit(x[:i] + x[i + 1:], y[:i] + y[i + 1:])[0] for i in range(len(x))]
+    return AffineLaw(x, y, slope, intercept, float(np.sqrt(np.mean(resid**2))), loo)
+
+
+def loglog_slope(x: Sequence[float], y: Sequence[float]) -> float:
+    """Least-squares slope of ``log y`` against ``log x`` (all values positive): the exponent
+    ``a`` of a power law ``y ~ x^a``."""
+    lx, ly = np.log(np.asarray(x, dtype=float)), np.log(np.asarray(y, dtype=float))
+    if len(set(lx.tolist())) < 2:
+        raise ValueError("a log-log slope needs at least two distinct x")
+    return float(np.polyfit(lx, ly, 1)[0])

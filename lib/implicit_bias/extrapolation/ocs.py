@@ -501,7 +501,8 @@ def _has_batchnorm(model: nn.Module) -> bool:
 def _train_stacked(nets: list[nn.Module], seeds: Sequence[int], X: torch.Tensor, y: torch.Tensor, loss: Loss, *,
                    epochs: int = 30, batch_size: int = 64, lr: float = 1e-3, weight_decay: float = 0.0,
                    warmup_mse_epochs: int = 0, val: tuple[torch.Tensor, torch.Tensor] | None = None,
-                   keep: Literal["last", "best_val"] = "last") -> list[TrainResult]:
+                   keep: Literal["last", "best_val"] = "last",
+                   per_network_targets: bool = False) -> list[TrainResult]:
     """:func:`train_model` for several networks of one architecture as one computation.
 
     The parameters are stacked along a leading axis (``torch.func.stack_module_state``), one
@@ -509,7 +510,9 @@ def _train_stacked(nets: list[nn.Module], seeds: Sequence[int], X: torch.Tensor,
     drawn from a generator seeded ``seeds[r]``), and one Adam steps all of them: Adam and its L2
     penalty act elementwise and the summed loss separates over networks, so every network follows
     exactly the updates :func:`train_model` would give it (up to floating-point summation order).
-    The trained weights are written back into ``nets``."""
+    The trained weights are written back into ``nets``. With ``per_network_targets``, ``y`` has a
+    leading axis of length ``len(nets)``: network ``r`` regresses ``y[r]`` (several target
+    families in one computation, :func:`train_arms`; no validation set then)."""
     import copy
 
     from torch.func import functional_call, stack_module_state, vmap
@@ -517,6 +520,12 @@ def _train_stacked(nets: list[nn.Module], seeds: Sequence[int], X: torch.Tensor,
     _check_loss(loss)
     _check_training(epochs, batch_size, val, keep)
     R, n = len(nets), len(X)
+    if per_network_targets:
+        if val is not None:
+            raise ValueError("per_network_targets does not take a validation set")
+        if y.shape[0] != R or y.shape[1] != n:
+            raise ValueError(f"per-network targets must have shape ({R}, {n}, ...), got {tuple(y.shape)}")
+    rows = torch.arange(R, device=X.device)[:, None]
     params, buffers = stack_module_state(nets)
     params = {k: v.detach().clone().requires_grad_(True) for k, v in params.items()}
     template = copy.deepcopy(nets[0]).to("meta")
@@ -537,7 +546,8 @@ def _train_stacked(nets: list[nn.Module], seeds: Sequence[int], X: torch.Tensor,
         warm = epoch < warmup_mse_epochs
         for start in range(0, n, batch_size):
             idx = perms[:, start:start + batch_size]
-            values = _batch_loss(forward(params, buffers, X[idx]), y[idx], loss, warm)
+            targets = y[rows, idx] if per_network_targets else y[idx]
+            values = _batch_loss(forward(params, buffers, X[idx]), targets, loss, warm)
             opt.zero_grad(set_to_none=True)
             values.sum().backward()
             opt.step()
@@ -618,6 +628,37 @@ def train_runs(make: Callable[[], nn.Module], X: torch.Tensor, y: torch.Tensor, 
     return nets
 
 
+def train_arms(makes: Sequence[Callable[[], nn.Module]], X: torch.Tensor, targets: Sequence[torch.Tensor],
+               loss: Loss, *, runs: int, seed: int = 0, **train_kwargs) -> list[list[nn.Module]]:
+    """Several configurations ("arms") of one architecture, each ``runs`` times, trained as one
+    vectorised computation: arm ``a`` builds its networks with ``makes[a]()`` (same output size for
+    every arm) and regresses ``targets[a]`` (one tensor of shape ``(len(X), ...)`` per arm).
+
+    Run ``r`` of every arm is seeded ``1000 * seed + r`` as in :func:`train_runs`, so each arm gets
+    the networks :func:`train_runs` would give it (the same initial weights whenever ``makes[a]``
+    draws them alike, the same mini-batches), up to floating-point summation order; a factorial
+    experiment whose arms differ in the targets or the initial biases is then paired run by run.
+    Returns one list of networks (eval mode) per arm. Keyword arguments as :func:`train_model`
+    (no validation set, no ``generator``)."""
+    if runs < 1:
+        raise ValueError(f"runs must be >= 1, got {runs}")
+    if len(makes) != len(targets) or not makes:
+        raise ValueError("need one target tensor per arm, and at least one arm")
+    if "generator" in train_kwargs or "val" in train_kwargs:
+        raise ValueError("train_arms seeds each run itself and takes no validation set")
+    seeds = [1000 * seed + r for r in range(runs)]
+    nets, ys = [], []
+    for make, y in zip(makes, targets):
+        for s in seeds:
+            torch.manual_seed(s)
+            nets.append(make().to(X.device))
+            ys.append(y)
+    if _has_batchnorm(nets[0]):
+        raise ValueError("train_arms stacks networks; BatchNorm networks must be trained one at a time")
+    _train_stacked(nets, seeds * len(makes), X, torch.stack(ys), loss, per_network_targets=True, **train_kwargs)
+    return [nets[a * runs:(a + 1) * runs] for a in range(len(makes))]
+
+
 @torch.no_grad()
 def predict(model: nn.Module, X: torch.Tensor, batch_size: int = 2048) -> torch.Tensor:
     """Outputs of ``model`` in eval mode on ``X``, in batches (no gradients)."""
@@ -664,6 +705,21 @@ def upper_bound(values: Sequence[float] | torch.Tensor, k: float = 2.0, axis: in
         raise ValueError(f"k must be >= 0, got {k}")
     mean, se = mean_se(values, axis)
     return mean + k * se
+
+
+def binomial_interval(successes: int, trials: int, z: float = 1.96) -> tuple[float, float]:
+    """Wilson score interval for a proportion: ``successes`` out of ``trials`` independent trials
+    (e.g. networks trained from independent seeds), at ``z`` standard normal quantiles (1.96: a 95%
+    interval). Returns ``(lo, hi)`` within [0, 1]; a claim "the rate is below r" is checked as
+    ``hi < r`` and "above r" as ``lo > r``."""
+    if trials < 1 or not 0 <= successes <= trials:
+        raise ValueError(f"need 0 <= successes <= trials and trials >= 1, got {successes}, {trials}")
+    if z < 0:
+        raise ValueError(f"z must be >= 0, got {z}")
+    p, n = successes / trials, trials
+    centre = (p + z * z / (2 * n)) / (1 + z * z / n)
+    half = z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / (1 + z * z / n)
+    return max(0.0, centre - half), min(1.0, centre + half)
 
 
 def train_classifier(model: nn.Module, split, loss: Loss, targets: torch.Tensor | None = None,

@@ -14,5 +14,10 @@ Modules:
 - :mod:`.bounds`: the bounds of Theorem 3.1 and Propositions 3.3-3.4;
 - :mod:`.lifting`: the depth-lifting construction of Proposition 3.2;
 - :mod:`.training`: the small-initialisation training runs of the MNIST experiment (Figs. 1, 3, 4),
-  resumable in segments through the cache.
+  resumable in segments through the cache, with per-run initial scales, and training until the
+  first escape with the exact end of the first plateau (Sec. 5, first conjecture);
+- :mod:`.certificates`: certified optimal escape speeds of planar data at depths 2 and 3 (linear
+  programs over sign patterns, with dual certificates);
+- :mod:`.staircase`: the staircase share of a loss curve on a log-step axis, plateaus of absolute
+  length, and the per-neuron imbalance that gradient flow conserves (weak balancedness).
 """

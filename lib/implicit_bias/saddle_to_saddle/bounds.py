@@ -28,6 +28,28 @@ def kappa(X: torch.Tensor, G: torch.Tensor, s: float) -> float:
     return float(X.norm() * G.norm()) / float(s)
 
 
+def speed_upper_bound(X: torch.Tensor, G: torch.Tensor) -> float:
+    """An upper bound on the optimal escape speed ``s*`` of any bias-free ReLU network of any
+    depth and widths: ``min(||X||_op ||G||_F, ||X||_F ||G||_op)``.
+
+    On the sphere ``||theta||^2 = L``, AM-GM gives ``prod_l ||W_l||_F <= 1``. Peeling the first
+    layer, ``||Y||_F <= ||X W_1^T||_F prod_{l>1} ||W_l||_op <= ||X||_op``, so
+    ``|Tr[G^T Y]| <= ||G||_F ||X||_op``; peeling the last one, ``Tr[G^T Z W_L^T] = <G W_L, Z>
+    <= ||G||_op ||W_L||_F ||Z^sigma_{L-1}||_F <= ||G||_op ||X||_F``."""
+    x_f, g_f = float(X.norm()), float(G.norm())
+    x_op, g_op = float(torch.linalg.matrix_norm(X, 2)), float(torch.linalg.matrix_norm(G, 2))
+    return min(x_op * g_f, x_f * g_op)
+
+
+def kappa_lower_bound(X: torch.Tensor, G: torch.Tensor) -> float:
+    """A rigorous lower bound on Theorem 3.1's ``kappa = ||X||_F ||G||_F / s*``:
+    ``max(||X||_F / ||X||_op, ||G||_F / ||G||_op)`` (from :func:`speed_upper_bound`). Since
+    ``c(kappa)`` grows with ``kappa``, ``81 c(kappa_lo)^2`` is a lower bound on the layer below
+    which the theorem says nothing, whatever the solver finds (a solver's speed ``s <= s*`` gives
+    an *upper* bound on ``kappa`` instead)."""
+    return float(X.norm() * G.norm()) / speed_upper_bound(X, G)
+
+
 def theorem31_c(kap: float) -> float:
     """``c = kappa sqrt(2 log kappa)`` (0 for ``kappa <= 1``)."""
     return kap * math.sqrt(2 * math.log(kap)) if kap > 1 else 0.0

@@ -20,6 +20,7 @@ the cache prints one line saying how many, from which entries and which code.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any
@@ -41,7 +42,9 @@ class RunConfig:
     ``width`` on data with ``d_in`` inputs and ``d_out`` classes, initial weights ``N(0, std^2)``,
     cross-entropy, step ``eta0 * (||theta|| / radius)^(2 - depth)``, mini-batches of
     ``batch_size``, ``steps`` steps. ``record`` is the number of log-spaced steps at which the
-    spectra are recorded, ``uniform`` the number of equally spaced ones."""
+    spectra are recorded, ``uniform`` the number of equally spaced ones. ``scales``: optional
+    per-run multipliers of the initial weights (one per run: several initial scales in one
+    batched computation)."""
 
     depth: int
     width: int
@@ -58,6 +61,7 @@ class RunConfig:
     record: int = 40
     uniform: int = 80
     segment: int | None = None
+    scales: tuple[float, ...] | None = None
 
     def record_steps(self) -> list[int]:
         logs = train.log_spaced_steps(self.steps, self.record)
@@ -69,7 +73,8 @@ class RunConfig:
 class RunResult:
     """``loss_curve`` ``(runs, K)``: the probe loss at the recorded steps ``spectra_steps``;
     ``batch_loss`` ``(runs, steps)``: the mini-batch loss of every step; ``spectra[k][l]`` the singular values ``(runs, min(d_l, d_{l-1}))`` of ``W_{l+1}`` at
-    ``spectra_steps[k]``; ``norms`` ``(K, runs)`` ``||theta||`` there; ``weights`` the final ones."""
+    ``spectra_steps[k]``; ``norms`` ``(K, runs)`` ``||theta||`` there; ``weights`` the final ones,
+    ``initial`` the initial ones."""
 
     config: RunConfig
     loss_curve: torch.Tensor
@@ -78,6 +83,7 @@ class RunResult:
     spectra: list[list[torch.Tensor]]
     norms: torch.Tensor
     weights: list[torch.Tensor] = field(repr=False)
+    initial: list[torch.Tensor] | None = field(default=None, repr=False)
 
     def singular_values(self, layer: int) -> torch.Tensor:
         """``(K, runs, k)``: singular values of ``W_layer`` (1-based) at every recorded step."""
@@ -111,6 +117,12 @@ def train_runs(config: RunConfig, X: torch.Tensor, y: torch.Tensor, *, use_cache
     gen = torch.Generator().manual_seed(c.seed)
     weights = [W.to(device) for W in models.gaussian_weights(dims, c.std, (c.runs,), generator=gen,
                                                              dtype=X.dtype)]
+    if c.scales is not None:
+        if len(c.scales) != c.runs:
+            raise ValueError(f"scales needs one entry per run ({c.runs}), got {len(c.scales)}")
+        sc = torch.as_tensor(c.scales, dtype=X.dtype, device=device)
+        weights = [W * sc[:, None, None] for W in weights]
+    initial = [W.clone().cpu() for W in weights]
     segment = c.segment or c.steps
     bounds = list(range(0, c.steps, segment)) + [c.steps]
     wanted = c.record_steps()
@@ -159,7 +171,7 @@ def train_runs(config: RunConfig, X: torch.Tensor, y: torch.Tensor, *, use_cache
             spectra.append(sv)
             norms.append(nm)
             curve.append(lo)
-    return RunResult(c, torch.stack(curve, 1), loss, steps_rec, spectra, torch.stack(norms), weights)
+    return RunResult(c, torch.stack(curve, 1), loss, steps_rec, spectra, torch.stack(norms), weights, initial)
 
 
 def second_over_first(result: RunResult, layers: Sequence[int] | None = None) -> torch.Tensor:
@@ -178,3 +190,106 @@ def balanced_subset(X: torch.Tensor, y: torch.Tensor, per_class: int) -> tuple[t
     if any(int((y == c).sum()) < per_class for c in classes):
         raise ValueError(f"some class has fewer than per_class={per_class} examples")
     return standardize(X[idx]), y[idx]
+
+
+@dataclass
+class FirstEscape:
+    """Result of :func:`train_until_escape`, per run ``r``: ``escaped[r]``; ``step[r]``, the last
+    step at which the probe loss was still above ``(1 - drop) log K`` (the end of the first
+    plateau; the last step trained if the run never left); ``weights``: the weights there, stacked
+    ``(R, out, in)`` per layer; ``norm_growth[r]``: ``||theta||`` at the end over its initial value;
+    ``out_max[r]``: the largest output entry (in absolute value) on the probe set at the end;
+    ``curve_steps``, ``curve``: the probe loss ``(R, K)`` at every checkpoint; ``steps``: steps
+    trained (all runs train together until every run has left, or ``max_steps``)."""
+
+    escaped: torch.Tensor
+    step: torch.Tensor
+    weights: list[torch.Tensor]
+    norm_growth: torch.Tensor
+    out_max: torch.Tensor
+    curve_steps: list[int]
+    curve: torch.Tensor
+    steps: int
+
+
+def train_until_escape(scales: Sequence[float], X: torch.Tensor, y: torch.Tensor, *, depth: int, width: int,
+                       std: float, eta0: float, batch_size: int = 32, max_steps: int = 20_000, chunk: int = 250,
+                       drop: float = 0.01, probe: int = 300, seed: int = 0) -> FirstEscape:
+    """Train one network per entry of ``scales`` from the *same* Gaussian draw (entries
+    ``N(0, std^2)``) multiplied by that scale, with the norm-adaptive SGD of
+    :func:`implicit_bias.train.train_norm_adaptive` (radius ``sqrt(depth)``), until every run's
+    probe loss has fallen below ``(1 - drop) log K`` (or ``max_steps``), and keep each run's
+    weights at the last step before that (see :class:`FirstEscape`).
+
+    The runs train in chunks of ``chunk`` steps with the probe loss checked after each; a chunk in
+    which some run leaves is replayed (same mini-batches, from the saved generator state) with the
+    probe loss recorded at every step, and replayed once more up to the step found, to read the
+    weights there. Near a small initialisation the direction aligns with an escape direction only
+    in the last steps before the loss moves, so the checkpoint must be exact. Use float64 data for
+    scales far below 1: the outputs scale like ``scale^depth`` and underflow in float32."""
+    R = len(scales)
+    K = int(y.max()) + 1
+    dims = [X.shape[1]] + [width] * (depth - 1) + [K]
+    gen = torch.Generator().manual_seed(seed)
+    sc = torch.as_tensor(list(scales), dtype=X.dtype, device=X.device)
+    Ws = [W.to(X.device) * sc[:, None, None] for W in
+          models.gaussian_weights(dims, std, (R,), generator=gen, dtype=X.dtype)]
+    rows = torch.randperm(len(X), generator=torch.Generator().manual_seed(seed))[:probe].to(X.device)
+    Xp, yp = X[rows], y[rows]
+
+    def probe_loss(weights: list[torch.Tensor]) -> torch.Tensor:
+        out = models.layer_activations(weights, Xp)[0][-1]
+        return torch.nn.functional.cross_entropy(out.transpose(1, 2), yp.expand(R, -1),
+                                                 reduction="none").mean(1).double().cpu()
+
+    def run(weights: list[torch.Tensor], n: int, offset: int, state: torch.Tensor, record: Sequence[int] = (),
+            metrics: dict | None = None) -> train.StackedHistory:
+        g.set_state(state)
+        return train.train_norm_adaptive(weights, X, y, loss="ce", steps=n, eta0=eta0, radius=math.sqrt(depth),
+                                         batch_size=batch_size, generator=g, record_steps=record,
+                                         step_offset=offset, metrics=metrics, progress=False)
+
+    threshold = (1 - drop) * math.log(K)
+    keep = [W.clone() for W in Ws]
+    norm0 = sum(W.double().pow(2).flatten(1).sum(1) for W in Ws).sqrt().cpu()
+    step_at = torch.zeros(R, dtype=torch.long)
+    escaped = torch.zeros(R, dtype=torch.bool)
+    curve_steps, curve = [0], [probe_loss(Ws)]
+    g = torch.Generator(device=X.device).manual_seed(10_000 * seed + 1)
+    done = 0
+    while done < max_steps and not bool(escaped.all()):
+        n = min(chunk, max_steps - done)
+        state, start = g.get_state(), [W.clone() for W in Ws]
+        run(Ws, n, done, state)
+        loss = probe_loss(Ws)
+        left = (loss < threshold) & ~escaped
+        if bool(left.any()):
+            # replay the chunk: the probe loss at every step, then the weights at each run's last
+            # step above the threshold
+            replay = [W.clone() for W in start]
+            hist = run(replay, n, done, state, record=range(done, done + n + 1), metrics={"probe": probe_loss})
+            per_step = torch.stack(hist.records["probe"])                 # (n + 1, R)
+            last = {}
+            for r in torch.nonzero(left).flatten().tolist():
+                above = torch.nonzero(per_step[:, r] >= threshold).flatten()
+                last[r] = done + int(above[-1]) if len(above) else done
+            want = sorted(set(last.values()))
+            grab = run([W.clone() for W in start], n, done, state, record=want,
+                       metrics={"weights": lambda ws: [w.clone() for w in ws]})
+            for r, k in last.items():
+                snap = grab.records["weights"][grab.record_steps.index(k)]
+                for l in range(depth):
+                    keep[l][r] = snap[l][r]
+                step_at[r] = k
+        still = (loss >= threshold) & ~escaped
+        for l, W in enumerate(Ws):
+            keep[l][still] = W[still]
+        step_at[still] = done + n
+        escaped |= left
+        done += n
+        curve_steps.append(done)
+        curve.append(loss)
+    out_max = models.layer_activations(Ws, Xp)[0][-1].abs().flatten(1).amax(1).double().cpu()
+    growth = sum(W.double().pow(2).flatten(1).sum(1) for W in Ws).sqrt().cpu() / norm0
+    return FirstEscape(escaped=escaped, step=step_at, weights=keep, norm_growth=growth, out_max=out_max,
+                       curve_steps=curve_steps, curve=torch.stack(curve, 1), steps=done)
