@@ -200,7 +200,7 @@ print(f"digits {P['classes'][0]} vs {P['classes'][1]}: {len(X)} training images,
 # $\|T_1[k]\|^2-\|\mathrm{out}_k\|^2$ is constant along gradient flow. The paper states the
 # lemma for *pairs* of channels $k\neq k'$, with the sums
 # $\sum|w w'|$ over paired kernel entries (its Eq. 47). That absolute-valued pair form fails
-# even for linear networks, where the signed form (Eq. 5) holds: {doc}`06_pairwise_invariance`
+# even for linear networks, where the signed form (Eq. 5) holds: {doc}`08_theorem1_points`
 # tests both.
 # :::
 #
