@@ -263,7 +263,9 @@ plt.close(fig)
 # family A had exactly three runs meeting the hypotheses on seed 2, at the edge of the claims'
 # minimum; the families now have 80 networks each. The largest gap between a random run and its KKT
 # prediction is the gap of the slowest of some thirty runs, a finite-time transient; on seed 0
-# under another CPU kernel it was 0.0101, so the band is now 0.02. (These runs were first part of
+# under another CPU kernel it was 0.0101, so the band is now 0.02. Which run is the slowest
+# changes with the CPU kernel (on seed 0 with 80 networks per family: 0.011 on the committing
+# machine, 0.007 with other kernels), so that value is compared across machines within 0.01. (These runs were first part of
 # {doc}`03_alignment_low_rank_limit`; their sign monitor then read the weights every fifth step,
 # and now reads every step.)
 
@@ -286,7 +288,9 @@ ledger.below("cor1-random-kkt", "Prop. (KKT point, chapter 03)", "explanation ch
              "end within 0.02 of their own KKT prediction, ratio and alignment (largest gap)", "-",
              max(dev_kkt.max(), dev_align.max()), 0.02, fmt=".1e", items="cor1", bearing="control",
              origin="after-seeds: 0.01 before; the largest gap (the slowest of some thirty runs) "
-                    "reached 0.0101 on seed 0 under another CPU kernel")
+                    "reached 0.0101 on seed 0 under another CPU kernel",
+             vtol=0.01)  # a maximum over some twenty runs of a finite-time gap: which run is the
+#                          slowest changes with the CPU kernel (seed 0: 0.011 here, 0.007 on another)
 ledger.holds("leaky-rank2", "Thm 2, Eq. (15) (leaky ReLU)", "leaky ReLU: some runs that meet the "
              "hypotheses end below 0.95 (runs below 0.95 / runs; an end point of a finite run, "
              "with no KKT prediction)", "ratio -> 1",
