@@ -568,8 +568,9 @@ glue("align-sq-norm", f"{abs(sq_norm_change):.0e}", display=False)
 # fail by much. On the data set B', whose KKT point is visibly misaligned, the two layers end at
 # {glue:text}`align-al2` instead of 1; that run meets the measurable hypotheses too
 # ({glue:text}`align-flips2` sign changes at any step, smallest normalised entry over the second
-# half {glue:text}`align-minentry2`). {doc}`09_random_initialisations` finds the same rank-2
-# limits from random initialisations and on a second family of data sets. **Corollary 1 of
+# half {glue:text}`align-minentry2`). {doc}`09_random_initialisations` finds ReLU runs that
+# end away from rank 1, at their KKT points, from random initialisations and on a second family
+# of data sets. **Corollary 1 of
 # {cite:t}`le2022training` is false as stated, and so are Eqs. (13)-(15) of its Theorem 2 for
 # fully connected ReLU networks.** The failing step of its proof is "the sum of all but the largest singular
 # value is bounded", which needs the off-diagonal part of the matrix invariance (Theorem 1);
