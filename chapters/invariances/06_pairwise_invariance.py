@@ -100,9 +100,7 @@ def fresh(factory, offset=0):
     return factory().to(device=dev, dtype=D)
 
 
-def stable_signs(p):
-    """Assumption 1's monitor: the sign pattern of every weight (True = positive)."""
-    return inv.weight_signs(p, 1) > 0
+stable_signs = inv.sign_pattern   # Assumption 1's monitor: which weights are positive
 
 
 # %% [markdown]

@@ -81,9 +81,7 @@ Xc, yc = Xc.to(dev), yc.to(dev)
 print(f"digits {P['classes'][0]} vs {P['classes'][1]}: {len(X)} training images (8x8)")
 
 
-def stable_signs(p):
-    """Assumption 1's monitor: the sign pattern of every weight (True = positive)."""
-    return inv.weight_signs(p, 1) > 0
+stable_signs = inv.sign_pattern   # Assumption 1's monitor: which weights are positive
 
 
 # %% [markdown]

@@ -159,7 +159,7 @@ def test_stop_after_freezes_members_and_monitors_count_flips():
     X, y = task()
     tr = inv.train_tracked(ens, X, y, steps=20, lr=torch.tensor([0.4, 0.2, 0.1], dtype=D),
                            stop_after=torch.tensor([5, 10, 20]), record_every=10,
-                           monitors={"signs": lambda p: inv.weight_signs(p, 1) > 0})
+                           monitors={"signs": inv.sign_pattern})
     assert torch.allclose(tr.time[-1], torch.tensor([2.0, 2.0, 2.0], dtype=D))
     assert tr.steps == [0, 10, 20]
     assert tr.flips["signs"].shape == (3, sum(v[0].numel() for v in before.values()))
@@ -297,3 +297,11 @@ def test_isolated_kink_known_answer():
     assert (u, i) == (0, 2) and abs(reach - 0.75 * 2**0.5) < 1e-12
     with pytest.raises(ValueError):
         inv.isolated_kink(X, -torch.ones(1, 2, dtype=D))
+
+
+def test_sign_pattern_marks_positive_weights_per_member():
+    params = {"a": torch.tensor([[1.0, -2.0], [0.0, 3.0]], dtype=D),
+              "b": torch.tensor([[[-1.0]], [[2.0]]], dtype=D)}
+    pat = inv.sign_pattern(params)
+    assert pat.shape == (2, 3)
+    assert pat.tolist() == [[True, False, False], [False, True, True]]

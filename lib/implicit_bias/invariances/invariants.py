@@ -605,6 +605,13 @@ def weight_signs(params: Params, batch_dims: int = 0) -> torch.Tensor:
     return torch.cat([torch.sign(p).flatten(batch_dims) for p in params.values()], -1)
 
 
+def sign_pattern(params: Params) -> torch.Tensor:
+    """Assumption 1's monitor for :func:`train_tracked` (``monitors={"sign": sign_pattern}``) on
+    an ensemble's parameters (member dimension first): whether each weight of each member is
+    positive, ``(E, n_params)``; the tracker counts the entries that change between steps."""
+    return weight_signs(params, 1) > 0
+
+
 # --------------------------------------------------------------------------------- training
 
 
