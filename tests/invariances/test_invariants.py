@@ -305,3 +305,29 @@ def test_sign_pattern_marks_positive_weights_per_member():
     pat = inv.sign_pattern(params)
     assert pat.shape == (2, 3)
     assert pat.tolist() == [[True, False, False], [False, True, True]]
+
+
+def test_euler_terms_vanish_unless_biases_are_left_out():
+    torch.manual_seed(0)
+    X, y = task()
+    plain = models.MLP(16, 1, 5, 3, bias=False).double()
+    terms = inv.euler_terms(plain, X, y)
+    assert terms and all(ok and rel < 1e-12 for ok, rel in terms.values())
+    biased = models.MLP(16, 1, 5, 3, bias=True).double()
+    assert max(rel for _, rel in inv.euler_terms(biased, X, y).values()) < 1e-12
+    assert max(rel for _, rel in inv.euler_terms(biased, X, y, count_bias=False).values()) > 1e-3
+
+
+@pytest.mark.parametrize("act, lo, hi", [("relu", -1.1, -0.9), ("linear", -0.1, 0.1)])
+def test_kink_quotients_blow_up_only_for_relu(act, lo, hi):
+    import numpy as np
+    torch.manual_seed(1)
+    X, y = task()
+    net = models.MLP(16, 1, 8, 2, bias=False, activation=act).double()
+    before = net.layers[0].weight.detach().clone()
+    deltas = np.logspace(-4, -7, 4)
+    q, reach = inv.kink_quotients(net, X, y, deltas)
+    assert reach > 1e-4   # only the chosen sample crosses over the whole range
+    slope = float(np.polyfit(np.log(deltas), np.log(q), 1)[0])
+    assert lo < slope < hi
+    assert torch.equal(net.layers[0].weight.detach(), before)
