@@ -200,7 +200,7 @@ print(f"digits {P['classes'][0]} vs {P['classes'][1]}: {len(X)} training images,
 # $\|T_1[k]\|^2-\|\mathrm{out}_k\|^2$ is constant along gradient flow. The paper states the
 # lemma for *pairs* of channels $k\neq k'$, with the sums
 # $\sum|w w'|$ over paired kernel entries (its Eq. 47). That absolute-valued pair form fails
-# even for linear networks, where the signed form (Eq. 5) holds: {doc}`06_pairwise_invariance`
+# even for linear networks, where the signed form (Eq. 5) holds: {doc}`08_theorem1_points`
 # tests both.
 # :::
 #
@@ -311,23 +311,13 @@ def fresh(factory, offset=0):
     return factory().to(device=dev, dtype=D)
 
 
-def euler_terms(model, Xm, count_bias=True):
-    """Relative Euler term of every unit group: {group: (conserved, max |E_v| / bound)}."""
-    p = {k: v.detach() for k, v in model.named_parameters()}
-    g = inv.param_grads(model, Xm, y, loss="logistic")
-    groups = inv.neuron_groups(model, count_bias=count_bias)
-    bound = float((inv.neuron_scales(p, groups) * inv.neuron_scales(g, groups)).sqrt())
-    fo = inv.first_order_terms(p, g, groups)
-    return {gr.name: (gr.conserved, float(fo[gr.name].abs().max()) / bound) for gr in groups}
-
-
 rows = []
 for name, (factory, Xm) in FACTORIES.items():
-    for group, (ok, rel) in euler_terms(fresh(factory), Xm).items():
+    for group, (ok, rel) in inv.euler_terms(fresh(factory), Xm, y).items():
         rows.append((name, group, ok, rel))
 biased = fresh(lambda: models.MLP(64, 1, P["width"], P["depth"], bias=True))
 for count in (True, False):
-    for group, (ok, rel) in euler_terms(biased, X, count_bias=count).items():
+    for group, (ok, rel) in inv.euler_terms(biased, X, y, count_bias=count).items():
         rows.append((f"MLP with biases ({'counted' if count else 'left out'})", group, ok, rel))
 for r in rows:
     print(f"{r[0]:28s} {r[1]:18s} Lemma 3 applies: {str(r[2]):5s}  |E| / bound = {r[3]:.1e}")
@@ -667,22 +657,9 @@ def kink_quotients(activation):
     """q(delta) at a point where one pre-activation of a two-layer net is exactly 0."""
     torch.manual_seed(1000 * seed + 700)
     net = models.MLP(64, 1, 8, 2, bias=False, activation=activation).to(device=dev, dtype=D)
-    p = {k: v.detach().clone() for k, v in net.named_parameters()}
-    W1 = p["layers.0.weight"]
-    u, i, reach = inv.isolated_kink(X, W1)               # only sample i crosses for |delta| < reach
-    W1[u] -= ((X[i] @ W1[u]) / X[i].pow(2).sum()) * X[i]  # now z_u(x_i) = 0 up to round-off
-    e = torch.zeros_like(W1)
-    e[u] = X[i] / X[i].norm()
-
-    def grad_at(shift):
-        q = {k: v.clone().requires_grad_(True) for k, v in p.items()}
-        q["layers.0.weight"] = (p["layers.0.weight"] + shift * e).requires_grad_(True)
-        risk = torch.func.functional_call(net, q, (X,)).squeeze(-1)
-        value = torch.nn.functional.softplus(-y * risk).mean()
-        return torch.cat([g.flatten() for g in torch.autograd.grad(value, list(q.values()))])
-
     deltas = np.logspace(-4, -7, 7)
-    return deltas, np.array([float((grad_at(d) - grad_at(-d)).norm()) / (2 * d) for d in deltas]), reach
+    q, reach = inv.kink_quotients(net, X, y, deltas)
+    return deltas, np.array(q), reach
 
 
 kink = {act: kink_quotients(act) for act in ("relu", "linear")}

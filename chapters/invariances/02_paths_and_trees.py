@@ -628,24 +628,28 @@ yd = torch.where(Xd[:, 0] + 0.5 * Xd[:, 1] > 0.25, 1.0, -1.0).to(D)
 
 
 def def6_drifts(eta, T=4.0):
-    """Drifts of the Def. 6 pair (F, F') and of the cut pair after gradient descent to time T."""
+    """Drifts of the Def. 6 pair (F, F') and of the cut pair after gradient descent to time T,
+    and the weight-sign changes over all steps (Assumption 1's monitor)."""
     w = def6_net.weights.clone()
     q = lambda v: (v[0] ** 2 - v[2] ** 2 - v[3] ** 2, v[0] ** 2 + v[1] ** 2 - v[2] ** 2 - v[3] ** 2)
-    start = q(w)
+    start, flips = q(w), 0
     for _ in range(int(round(T / eta))):
         w.requires_grad_(True)
         (g,) = torch.autograd.grad(torch.nn.functional.softplus(-yd * def6_net(Xd, w)).mean(), w)
+        flips += int((torch.sign(w - eta * g) != torch.sign(w)).sum())
         w = (w - eta * g).detach()
     end = q(w)
-    return [abs(float(e - s)) for e, s in zip(end, start)]
+    return [abs(float(e - s)) for e, s in zip(end, start)] + [flips]
 
 
 def6_etas = (0.1, 0.025)
-def6 = np.array([def6_drifts(e) for e in def6_etas])   # rows: eta; columns: Def. 6 pair, cut
+def6 = np.array([def6_drifts(e) for e in def6_etas])   # rows: eta; columns: Def. 6 pair, cut, flips
+def6_flips = int(def6[:, 2].sum())
 def6_ratio_layer = float(def6[1, 0] / def6[0, 0])
 def6_ratio_cut = float(def6[1, 1] / def6[0, 1])
 print(f"Def. 6 example, drift at T=4 for eta {def6_etas}: Def. 6 layers {def6[:, 0].round(4)} "
-      f"(ratio {def6_ratio_layer:.2f}); the cut {def6[:, 1].round(6)} (ratio {def6_ratio_cut:.2f})")
+      f"(ratio {def6_ratio_layer:.2f}); the cut {def6[:, 1].round(6)} (ratio {def6_ratio_cut:.2f}); "
+      f"weight-sign changes {def6_flips}")
 
 glue("inv-odd-relu", f"{odd_relu:.2f}", display=False)
 glue("inv-odd-linear", f"{odd['linear']:.0e}", display=False)
@@ -653,6 +657,7 @@ glue("inv-eq44-once", f"{eq44[:, 0].max():.0e}", display=False)
 glue("inv-eq44-twice", f"{eq44[:, 1].min():.2f}", display=False)
 glue("inv-def6-layer", f"{def6[1, 0]:.3f}", display=False)
 glue("inv-def6-ratio", f"{def6_ratio_layer:.2f}", display=False)
+glue("inv-def6-flips", f"{def6_flips}", display=False)
 glue("inv-def6-cut-ratio", f"{def6_ratio_cut:.2f}", display=False)
 ledger.above("risk-identity-relu", "Sec. 2", "ReLU MLPs are not odd: min over 4 nets of "
              "max|nu(-x) + nu(x)| / max|nu(x)|", "l(y nu(x)) = l(nu(y x))", odd_relu, 0.1,
@@ -668,11 +673,13 @@ ledger.holds("eq44-printed", "App. C, Eq. (44)", "as printed (factor twice) it d
              f"{eq44[:, 1].min():.2f}", eq44[:, 1].min() > 0.1, "> 0.1", items="eq44",
              bearing="contradicts", value=math.log10(eq44[:, 1].min()), lo=-1.0,
              origin="prior: 0.1; the value is on a log scale because it spans a decade over seeds")
-ledger.holds("def6-layer-drift", "Def. 6, Lemma 4", "a Def. 6 layer that is not a cut: its "
-             "Lemma 4 quantity drifts, and the drift does not shrink with eta (drift > 1e-3, "
-             "ratio small/large eta > 0.5)", "constant (Lemma 4)",
-             f"{def6[1, 0]:.3f}, {def6_ratio_layer:.2f}", def6[1, 0] > 1e-3 and def6_ratio_layer > 0.5,
-             "> 1e-3, > 0.5", items=["def6", "lemma4"], bearing="contradicts",
+ledger.holds("def6-layer-drift", "Def. 6, Lemma 4, Assumption 1", "a Def. 6 layer that is not "
+             "a cut: with no weight changing sign at any step (Assumption 1), its Lemma 4 quantity "
+             "drifts, and the drift does not shrink with eta (drift > 1e-3, ratio small/large "
+             "eta > 0.5)", "constant (Lemma 4)",
+             f"{def6[1, 0]:.3f}, {def6_ratio_layer:.2f} ({def6_flips} sign changes)",
+             def6[1, 0] > 1e-3 and def6_ratio_layer > 0.5 and def6_flips == 0,
+             "> 1e-3, > 0.5, 0", items=["def6", "lemma4"], bearing="contradicts",
              value=def6_ratio_layer, lo=0.5, origin="prior")
 ledger.between("def6-cut-control", "Lemma 4", "negative control: for the input-output cut the "
                "drift is the O(eta) GD slack (ratio small/large eta = 1/4 expected)", "constant",
@@ -686,7 +693,8 @@ ledger.between("def6-cut-control", "Lemma 4", "negative control: for the input-o
 # printed it is off by at least {glue:text}`inv-eq44-twice` (relative): a typo in the proof,
 # whose conclusion (every cut gives the same sum) is right. In the Definition 6 example the
 # quantity of Lemma 4 drifts by {glue:text}`inv-def6-layer` at the smaller step, and
-# {glue:text}`inv-def6-ratio` times as much as at the larger one, while the cut's drift shrinks
+# {glue:text}`inv-def6-ratio` times as much as at the larger one, with no weight changing sign
+# ({glue:text}`inv-def6-flips` changes, so the run is in a stable sign regime), while the cut's drift shrinks
 # with the step ({glue:text}`inv-def6-cut-ratio`): Lemma 4 holds for input-output cuts, not for
 # every layer of Definition 6. All three are on the errata page.
 #

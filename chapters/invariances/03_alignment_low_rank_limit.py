@@ -23,11 +23,11 @@
 # hypothesis can be *measured* along the run, derives the max-margin KKT point that the run
 # must approach ({cite:t}`lyu2020gradient`, {cite:t}`ji2020directional`), solves the
 # max-margin problem numerically to check it, and compares the measured ratio and alignment
-# with the prediction. It then repeats the test on many random initialisations, on a second
-# family of data sets and with leaky-ReLU networks, with linear networks as the control. The
-# verdict: where the hypotheses hold, ReLU runs converge to rank-2 KKT points, not to rank-1
-# ones. **Corollary 1 is false as stated**, and so are Eqs. (13)-(15) of Theorem 2 for ReLU
-# networks.
+# with the prediction, with the network's linear twin as the control;
+# {doc}`09_random_initialisations` repeats the test on many random initialisations, on a second
+# family of data sets and with leaky-ReLU networks. The verdict: where the hypotheses hold, ReLU
+# runs converge to rank-2 KKT points, not to rank-1 ones. **Corollary 1 is false as stated**,
+# and so are Eqs. (13)-(15) of Theorem 2 for fully connected ReLU networks.
 #
 # ```{admonition} What this page shows
 # - The rank measure here is the spectral-to-Frobenius ratio
@@ -39,33 +39,29 @@
 #   alignment approach the values that point predicts, not 1, and the quantity that Eq. (13)
 #   bounds grows without bound. Its linear twin reaches ratio and alignment 1, as
 #   {cite:t}`ji2019gradient` prove.
-# - From random initialisations, every ReLU run that fits its data with no vanishing weight
-#   ends at rank 2, on both families of data sets; leaky-ReLU runs end at rank 2 or at rank 1
-#   depending on the initialisation; linear runs reach rank 1.
+# - With the square loss the linear twin stops at a finite norm short of rank one: the
+#   rank-one limit needs the norms to diverge, which the logistic loss causes.
+# - From random initialisations the same happens ({doc}`09_random_initialisations`).
 # - The reason is the one found in {doc}`06_pairwise_invariance`: the off-diagonal part of
 #   the matrix invariance, which the proof of Corollary 1 uses, does not hold for ReLU networks.
 # ```
 
 # %% tags=["parameters"]
-profile = "ci"   # "ci": CPU, under a minute; "full": more random networks, longer runs
+profile = "ci"   # "ci": CPU, under a minute; "full": more samples and SLSQP starts, longer runs
 seed = 0         # draws the data noise and the initialisations
 device = "auto"  # the networks are tiny float64 models: everything runs on the CPU
 
 # %%
 PROFILES = {
-    # n_per_class: cluster size; lr_designed, lr: steps of gradient descent on log R (a time
-    # change of gradient flow, see the text) for the designed and the random networks; steps:
-    # length of every run; record: steps between recorded parameters; members: random networks
-    # per data family; family_b: ranges of the random data sets; leaky_slope: of the leaky
-    # ReLU; multistarts: SLSQP starts of the max-margin search; square_*: the step and length of
-    # the square-loss runs
-    "ci": dict(n_per_class=20, lr_designed=0.02, lr=0.05, steps=700, record=5, members=40,
-               family_b=dict(radius=(0.3, 1.0), angle=(100.0, 130.0)), leaky_slope=0.1,
-               multistarts=20, square_lr=0.1, square_steps=2000),
-    "full": dict(n_per_class=50, lr_designed=0.005, lr=0.02, steps=5000, record=10,
-                 square_lr=0.05, square_steps=20_000,
-                 members=256, family_b=dict(radius=(0.3, 1.0), angle=(100.0, 130.0)),
-                 leaky_slope=0.1, multistarts=200),
+    # n_per_class: cluster size; lr_designed, lr_b: steps of gradient descent on log R (a time
+    # change of gradient flow, see the text) for the designed data set and for B'; steps: length
+    # of every run; record: steps between
+    # recorded parameters (1: the sign monitor sees every step); multistarts: SLSQP starts of
+    # the max-margin search; square_*: the step and length of the square-loss runs
+    "ci": dict(n_per_class=20, lr_designed=0.02, lr_b=0.05, steps=700, record=1, multistarts=20,
+               square_lr=0.1, square_steps=2000),
+    "full": dict(n_per_class=50, lr_designed=0.005, lr_b=0.02, steps=5000, record=1, multistarts=200,
+                 square_lr=0.05, square_steps=20_000),
 }
 
 # %%
@@ -76,7 +72,7 @@ import numpy as np
 import torch
 from myst_nb import glue
 
-from implicit_bias import models, plotting, spectra
+from implicit_bias import plotting, spectra
 from implicit_bias.chapter import start_chapter
 from implicit_bias.claims import Ledger
 from implicit_bias.ensembles import Ensemble, train_ensemble
@@ -273,110 +269,72 @@ glue("align-kkt-res", f"{kkt_rep.stationarity:.0e}", display=False)
 # $t_k=\sum_{j<k}\eta/\mathcal R(w_j)$ (`margins.log_risk`, stable for margins far beyond
 # float64's $e^{-745}$). For a 2-homogeneous network it makes steps of a constant relative size,
 # so $\|w\|$ grows geometrically and the margin $\min_iy_i\nu(x_i)$ reaches the thousands, and
-# far beyond, in a few hundred steps. One batched run per activation (ReLU, leaky ReLU with
-# slope {glue:text}`align-slope`, linear) trains, each on its own data set:
-#
-# - the designed network above, at step $\eta=$ {glue:text}`align-lr-designed` and at twice that
-#   step (to check that the discretisation does not matter);
-# - {glue:text}`align-members` networks from random initialisations on the two-cluster data of
-#   this page drawn with other noise (family A): PyTorch's default initialisation, with the two
-#   output weights given opposite signs (with equal signs a width-2 ReLU network cannot fit both
-#   classes unless an output weight crosses zero);
-# - {glue:text}`align-members` networks on *random* two-cluster data sets (family B): cluster
-#   centres of random norms in $[0.3,1]$, at a random angle between $100^\circ$ and $130^\circ$,
-#   randomly rotated (`margins.random_two_clusters`).
-#
-# The random networks use the step {glue:text}`align-lr`.
-#
-# Along every run we record, every {glue:text}`align-record` steps, the weights (their signs:
-# Assumption 1; their direction: Assumption 2), the activation patterns and the margins.
+# far beyond, in a few hundred steps. One batched run per activation (ReLU, and the linear twin:
+# the same network with the identity as activation) trains the designed network above at step
+# $\eta=$ {glue:text}`align-lr-designed` and at twice that step (to check that the
+# discretisation does not matter), and a second designed network on the data set B' described
+# below, at step {glue:text}`align-lr-b`. Along every run we record, at every step, the weights (their signs: Assumption 1; their
+# direction: Assumption 2), and the margins.
 
 # %%
-M = P["members"]
-lr, lr_d = P["lr"], P["lr_designed"]
-family_a = [margins.two_clusters(P["n_per_class"], p=(1.0, 0.3), q=(-0.8, 0.75), noise=0.05,
-                                 seed=1000 * seed + 1 + k) for k in range(M)]
-family_b = [margins.random_two_clusters(1000 * seed + 500 + k, P["n_per_class"],
-                                       **P["family_b"])[:2] for k in range(M)]
+lr_d = P["lr_designed"]
 # a second designed data set (B'): clusters of unequal norms, 105 degrees apart, whose KKT point
-# is visibly misaligned (see the text)
-B_P, B_Q = (0.4, 0.0), (math.cos(math.radians(105.0)), math.sin(math.radians(105.0)))
+# is visibly misaligned (see the text); turned by 30 degrees so that no entry of w* is near 0
+polar = lambda r, deg: (r * math.cos(math.radians(deg)), r * math.sin(math.radians(deg)))
+B_P, B_Q = polar(0.4, 30.0), polar(1.0, 135.0)
 X2, y2 = margins.two_clusters(P["n_per_class"], p=B_P, q=B_Q, noise=0.02, seed=seed)
 kkt2 = margins.width2_kkt_point(X2, y2, with_rank1=False)
-datasets = [(X, y), (X, y), (X2, y2), *family_a, *family_b]
-Xb = torch.stack([d[0] for d in datasets]).to(dev)
-yb = torch.stack([d[1] for d in datasets]).to(dev)
-rates = torch.tensor([lr_d, 2 * lr_d, lr] + [lr] * (2 * M), device=dev)
-A_, B_ = slice(3, 3 + M), slice(3 + M, 3 + 2 * M)   # members of the two random families
+Xb = torch.stack([X, X, X2]).to(dev)
+yb = torch.stack([y, y, y2]).to(dev)
+rates = torch.tensor([lr_d, 2 * lr_d, P["lr_b"]], device=dev)
 
 
-def random_net(activation, k):
-    """PyTorch's default initialisation, with the two output weights given opposite signs."""
-    torch.manual_seed(1000 * seed + 5000 + k)
-    net = models.MLP(2, 1, width=2, depth=2, bias=False, activation=activation,
-                     negative_slope=P["leaky_slope"]).double()
-    with torch.no_grad():
-        a = net.layers[1].weight
-        a.copy_(a.abs() * torch.tensor([[1.0, -1.0]], dtype=torch.float64))
-    return net
+def designed_runs(activation):
+    """The designed network (twice: at two steps) and the one of B', trained together."""
+    nets = [margins.width2_designed(activation, 20_000 + seed),
+            margins.width2_designed(activation, 20_000 + seed),
+            margins.width2_designed(activation, 30_000 + seed, p=B_P, q=B_Q)]
+    return margins.train_width2_batch([n.to(dev) for n in nets], Xb, yb, lr=rates,
+                                      steps=P["steps"], record_every=P["record"])
 
 
-def batched_run(activation):
-    """Every member of one activation, trained together; returns per-record arrays."""
-    designed = margins.width2_designed(activation, 20_000 + seed, negative_slope=P["leaky_slope"])
-    designed2 = margins.width2_designed(activation, 30_000 + seed, p=B_P, q=B_Q,
-                                        negative_slope=P["leaky_slope"])
-    nets = [designed, designed, designed2] + [random_net(activation, k) for k in range(2 * M)]
-    ens = Ensemble.from_models([n.to(dev) for n in nets])
-    flat = lambda e: torch.cat([e.params[k].flatten(1) for k in ("layers.0.weight", "layers.1.weight")], 1)
-    qs = lambda e: yb * e(Xb, batched_inputs=True).squeeze(-1)
-    hist = train_ensemble(ens, Xb, yb, loss=margins.log_risk, lr=rates, steps=P["steps"],
-                          batched_data=True, record_every=P["record"],
-                          metrics={"theta": flat, "q": qs}, progress=False)
-    theta = hist.stacked("theta").double()                 # (records, E, 6)
-    W, a = theta[..., :4].reshape(*theta.shape[:2], 2, 2), theta[..., 4:]
-    s = spectra.singular_values(W)
-    log_r = hist.loss.double()                             # log R at every step, (E, steps + 1)
-    return dict(theta=theta, W=W, a=a, ratio=s[..., 0] / s.norm(dim=-1), s2_sq=s[..., 1] ** 2,
-                align=spectra.alignment(W, a[..., None, :]), q=hist.stacked("q").double(),
-                qmin=hist.stacked("q").double().min(-1).values, steps=np.array(hist.record_steps),
-                R0=float(log_r[0, 0].exp()))
-
-
-runs = {act: batched_run(act) for act in ("relu", "leaky", "linear")}
-glue("align-slope", f"{P['leaky_slope']:g}", display=False)
-glue("align-members", f"{M}", display=False)
-glue("align-record", f"{P['record']}", display=False)
-glue("align-lr", f"{lr:g}", display=False)
+runs = {act: designed_runs(act) for act in ("relu", "linear")}
 glue("align-lr-designed", f"{lr_d:g}", display=False)
+glue("align-lr-b", f"{P['lr_b']:g}", display=False)
 print(f"{P['steps']} steps; smallest margin at the end of the designed ReLU run "
-      f"{float(runs['relu']['qmin'][-1, 0]):.3g}")
+      f"{float(runs['relu'].qmin[-1, 0]):.3g}")
 
 # %% [markdown]
 # ### The designed run: hypotheses, measured
 
 # %%
 Rr, Rl = runs["relu"], runs["linear"]
+R0 = float(Rr.R0[0])
 ell0 = math.log(2.0)
-flips = int((torch.sign(Rr["theta"][1:, 0]) != torch.sign(Rr["theta"][:-1, 0])).sum())
-pre = torch.einsum("nd,tjd->tnj", X, Rr["W"][:, 0])                 # pre-activations
+flips, flips2 = Rr.sign_changes(0), Rr.sign_changes(2)   # the designed run and the run on B'
+unit2 = Rr.theta[:, 2] / Rr.theta[:, 2].norm(dim=1, keepdim=True)
+pre = torch.einsum("nd,tjd->tnj", X, Rr.W[:, 0])                 # pre-activations
 pattern_changes = int(((pre[1:] > 0) != (pre[:-1] > 0)).sum())
-unit = Rr["theta"][:, 0] / Rr["theta"][:, 0].norm(dim=1, keepdim=True)
+unit = Rr.theta[:, 0] / Rr.theta[:, 0].norm(dim=1, keepdim=True)
 dist = torch.minimum((unit - theta_star).norm(dim=1), (unit - swapped).norm(dim=1))
-i5 = int(torch.nonzero(Rr["qmin"][:, 0] >= 5.0)[0])               # first record with margin >= 5
-half = len(Rr["steps"]) // 2
+i5 = int(torch.nonzero(Rr.qmin[:, 0] >= 5.0)[0])               # first record with margin >= 5
+half = len(Rr.steps) // 2
 min_entry_late = float(unit[half:].abs().min())
-print(f"R(w(0)) = {Rr['R0']:.4f} < l(0) = log 2 = {ell0:.4f}: {Rr['R0'] < ell0}")
-print(f"weight sign changes between records (every {P['record']} steps): {flips}; activation-"
+min_entry_late2 = float(unit2[half:].abs().min())
+print(f"R(w(0)) = {R0:.4f} < l(0) = log 2 = {ell0:.4f}: {R0 < ell0}")
+print(f"weight sign changes between records (every {P['record']} steps): {flips} (on B': "
+      f"{flips2}); activation-"
       f"pattern changes: {pattern_changes}")
-print(f"smallest |w_e|/||w|| over the second half of the run: {min_entry_late:.3f}")
+print(f"smallest |w_e|/||w|| over the second half of the run: {min_entry_late:.3f} (on B': "
+      f"{min_entry_late2:.3f})")
 print(f"distance of w/||w|| to w*/||w*||: {float(dist[i5]):.4f} at margin 5 (step "
-      f"{Rr['steps'][i5]}), {float(dist[-1]):.2e} at the end (margin {float(Rr['qmin'][-1, 0]):.3g})")
-glue("align-R0", f"{Rr['R0']:.3f}", display=False)
+      f"{Rr.steps[i5]}), {float(dist[-1]):.2e} at the end (margin {float(Rr.qmin[-1, 0]):.3g})")
+glue("align-R0", f"{R0:.3f}", display=False)
 glue("align-minentry", f"{min_entry_late:.3f}", display=False)
+glue("align-minentry2", f"{min_entry_late2:.3f}", display=False)
 glue("align-dist-end", f"{float(dist[-1]):.0e}", display=False)
 glue("align-dist-5", f"{float(dist[i5]):.3f}", display=False)
-glue("align-qend", f"{float(Rr['qmin'][-1, 0]):.0e}", display=False)
+glue("align-qend", f"{float(Rr.qmin[-1, 0]):.0e}", display=False)
 
 # %% [markdown]
 # All hypotheses of {prf:ref}`Corollary 1 <inv-align-cor1>` hold along the run: the data are
@@ -391,33 +349,28 @@ glue("align-qend", f"{float(Rr['qmin'][-1, 0]):.0e}", display=False)
 # ### The ratio, the alignment and the bound of Eq. (13)
 
 # %%
-def kkt_alignment(k):
-    u1, _ = spectra.top_singular_vectors(k.W)
-    return float((u1 * k.a / k.a.norm()).sum().abs())
-
-
-align_star = kkt_alignment(kkt)
-r_end, r_lin_end = float(Rr["ratio"][-1, 0]), float(Rl["ratio"][-1, 0])
-al_end, al_lin_end = float(Rr["align"][-1, 0]), float(Rl["align"][-1, 0])
-align_star2 = kkt_alignment(kkt2)
-al2_end, al2_lin_end = float(Rr["align"][-1, 2]), float(Rl["align"][-1, 2])
+align_star = kkt.alignment
+r_end, r_lin_end = float(Rr.ratio[-1, 0]), float(Rl.ratio[-1, 0])
+al_end, al_lin_end = float(Rr.align[-1, 0]), float(Rl.align[-1, 0])
+align_star2 = kkt2.alignment
+al2_end, al2_lin_end = float(Rr.align[-1, 2]), float(Rl.align[-1, 2])
 # the run with twice the step, compared at the margin the main run reaches
-m_common = float(Rr["qmin"][-1, 0])
-j = int(torch.nonzero(Rr["qmin"][:, 1] >= m_common)[0])
-gf_gap = abs(float(Rr["ratio"][j, 1]) - float(Rr["ratio"][-1, 0]))
-nm_end = float(Rr["qmin"][-1, 0] / Rr["theta"][-1, 0].norm() ** 2)
+m_common = float(Rr.qmin[-1, 0])
+j = int(torch.nonzero(Rr.qmin[:, 1] >= m_common)[0])
+gf_gap = abs(float(Rr.ratio[j, 1]) - float(Rr.ratio[-1, 0]))
+nm_end = float(Rr.qmin[-1, 0] / Rr.theta[-1, 0].norm() ** 2)
 
 
 def eq13_constant(run):
     """D of Eq. (13) for the first layer of a width-2 network, from its initial weights."""
-    W0, a0 = run["W"][0, 0], run["a"][0, 0][None, :]
+    W0, a0 = run.W[0, 0], run.a[0, 0][None, :]
     c = float(torch.linalg.matrix_norm(a0.T @ a0 - W0 @ W0.T, 2))
     return float(W0.pow(2).sum() - a0.pow(2).sum()) + max(c, c * c)
 
 
 D_relu, D_lin = eq13_constant(Rr), eq13_constant(Rl)
-Q_relu, Q_lin = float(Rr["s2_sq"][-1, 0]), float(Rl["s2_sq"].max(0).values[0])
-print(f"ReLU:   ||W||_2/||W||_F {float(Rr['ratio'][0, 0]):.4f} at step 0, {r_end:.4f} at the end; "
+Q_relu, Q_lin = float(Rr.s2_sq[-1, 0]), float(Rl.s2_sq.max(0).values[0])
+print(f"ReLU:   ||W||_2/||W||_F {float(Rr.ratio[0, 0]):.4f} at step 0, {r_end:.4f} at the end; "
       f"KKT prediction {kkt.ratio:.4f}")
 print(f"        alignment |<u_1(W), a/|a|>| {al_end:.4f} at the end; KKT prediction {align_star:.4f}")
 print(f"        twice the step, compared at margin {m_common:.3g}: ratio differs by {gf_gap:.1e}")
@@ -425,7 +378,7 @@ print(f"        normalised margin min_i q_i/||w||^2 at the end {nm_end:.4f}; KKT
       f"{kkt.normalized_margin:.4f}")
 print(f"        Eq. (13): ||W||_F^2 - ||W||_2^2 = sigma_2^2 = {Q_relu:.3g} at the end; D = {D_relu:.3f}")
 print(f"data set B' (clusters of unequal norms): ReLU alignment {al2_end:.4f} at the end "
-      f"(margin {float(Rr['qmin'][-1, 2]):.3g}), KKT prediction {align_star2:.4f} (sign condition "
+      f"(margin {float(Rr.qmin[-1, 2]):.3g}), KKT prediction {align_star2:.4f} (sign condition "
       f"{kkt2.cross_inactive:.2f} < 0); linear twin {al2_lin_end:.4f}")
 print(f"linear: ratio {r_lin_end:.4f}, alignment {al_lin_end:.4f} at the end; largest sigma_2^2 "
       f"along the run {Q_lin:.4f}, D = {D_lin:.3f}")
@@ -437,6 +390,7 @@ glue("align-allin", f"{al_lin_end:.4f}", display=False)
 glue("align-al2", f"{al2_end:.4f}", display=False)
 glue("align-al2star", f"{align_star2:.4f}", display=False)
 glue("align-al2lin", f"{al2_lin_end:.4f}", display=False)
+glue("align-flips2", f"{flips2}", display=False)
 glue("align-Q", f"{Q_relu:.2g}", display=False)
 glue("align-D", f"{D_relu:.3f}", display=False)
 glue("align-Qlin", f"{Q_lin:.3f}", display=False)
@@ -448,7 +402,7 @@ for ax, key, star, title in ((axes[0], "ratio", kkt.ratio, r"$1-\|W_1\|_2/\|W_1\
                              (axes[1], "align", align_star,
                               r"$1-|\langle u_1(W_1),a/\|a\|\rangle|$ (misalignment)")):
     for k, (name, label) in enumerate((("relu", "ReLU, width 2"), ("linear", "linear twin"))):
-        ax.plot(runs[name]["steps"], np.maximum(1 - runs[name][key][:, 0].numpy(), FLOOR),
+        ax.plot(runs[name].steps, np.maximum(1 - getattr(runs[name], key)[:, 0].numpy(), FLOOR),
                 color=plotting.color(k), label=label)
     ax.axhline(max(1 - star, FLOOR), color=plotting.color(0), ls="--", lw=1,
                label="KKT prediction (ReLU)")
@@ -477,7 +431,8 @@ plt.close(fig)
 # layers is {glue:text}`align-alend`, and the KKT point predicts {glue:text}`align-alstar`: on
 # this data set the KKT point is aligned to within $10^{-4}$ although its first layer has rank
 # 2 (linear twin: {glue:text}`align-allin`). The alignment half of Eq. (15) is tested on a
-# second designed data set, B': clusters of norms 0.4 and 1, $105^\circ$ apart (noise 0.02),
+# second designed data set, B': clusters of norms 0.4 and 1, $105^\circ$ apart, at angles
+# $30^\circ$ and $135^\circ$ (noise 0.02),
 # where the two one-class solutions differ in norm and the KKT point is visibly misaligned. The
 # same construction of the network (each neuron started on its cluster) ends with alignment
 # {glue:text}`align-al2` against the KKT value {glue:text}`align-al2star`; its linear twin ends at
@@ -491,19 +446,19 @@ fig, axes = plotting.subplots(2)
 ax = axes[0]
 for k, (name, label) in enumerate((("relu", "ReLU, width 2"), ("linear", "linear twin"))):
     r = runs[name]
-    ok = r["qmin"][:, 0] > 0
-    nm = (r["qmin"][:, 0] / r["theta"][:, 0].norm(dim=1) ** 2)[ok]
-    ax.plot(r["steps"][ok.numpy()], nm, color=plotting.color(k), label=label)
+    ok = r.qmin[:, 0] > 0
+    nm = (r.qmin[:, 0] / r.theta[:, 0].norm(dim=1) ** 2)[ok]
+    ax.plot(r.steps[ok.numpy()], nm, color=plotting.color(k), label=label)
 ax.axhline(kkt.normalized_margin, color=plotting.color(0), ls="--", lw=1, label=r"$1/\|w^\star\|^2$")
 ax.axhline(sep.margin / 2, color=plotting.color(1), ls="--", lw=1, label=r"$\gamma_{\rm lin}/2$ (linear)")
 ax.set_xlabel(r"step of gradient descent on $\log R$")
 ax.set_ylabel(r"normalised margin $\min_i q_i/\|w\|^2$")
 ax.legend(fontsize=7)
 ax = axes[1]
-ok = Rr["qmin"][1:, 0] > 0
-ax.plot(Rr["qmin"][1:, 0][ok], dist[1:][ok], color=plotting.color(0),
+ok = Rr.qmin[1:, 0] > 0
+ax.plot(Rr.qmin[1:, 0][ok], dist[1:][ok], color=plotting.color(0),
         label=r"$\|w/\|w\|-w^\star/\|w^\star\|\|$")
-ax.plot(Rr["qmin"][1:, 0][ok], unit[1:].abs().min(1).values[ok], color=plotting.color(2),
+ax.plot(Rr.qmin[1:, 0][ok], unit[1:].abs().min(1).values[ok], color=plotting.color(2),
         label=r"$\min_e|w_e|/\|w\|$")
 ax.set_xscale("log")
 ax.set_yscale("log")
@@ -529,7 +484,7 @@ plt.close(fig)
 fig, ax = plotting.subplots(1, height=3.2)
 ax.scatter(*X[y > 0].T, s=12, color=plotting.color(0), label="$y=+1$")
 ax.scatter(*X[y < 0].T, s=12, color=plotting.color(1), label="$y=-1$")
-W_end = Rr["W"][-1, 0] / Rr["W"][-1, 0].norm(dim=1, keepdim=True)
+W_end = Rr.W[-1, 0] / Rr.W[-1, 0].norm(dim=1, keepdim=True)
 W_kkt = kkt.W / kkt.W.norm(dim=1, keepdim=True)
 for jn in range(2):
     ax.annotate("", xy=W_end[jn].tolist(), xytext=(0, 0),
@@ -553,123 +508,6 @@ plt.close(fig)
 # classes, so the first layer keeps rank 2.
 # ```
 #
-# ### Many runs
-#
-# For the random members a run *meets the hypotheses* when it fits its data (the margin is
-# positive at the end, so from some time on $\mathcal R<\ell(0)/n<\ell(0)$, and gradient flow,
-# being autonomous, satisfies the corollary's $\mathcal R(w(0))<\ell(0)$ from that time), no
-# weight changes sign after the margin first reaches 1 (Assumption 1), and no weight vanishes
-# in direction: the smallest normalised entry ends above 0.02 and above half its value when the
-# margin first reached 1 (a weight that stays bounded while $\|w\|$ grows geometrically would
-# fall far below). A run whose neuron dies cannot fit both classes and drops out. For every data
-# set with a valid one-class KKT point ({prf:ref}`the KKT proposition <inv-align-prop-kkt>`,
-# checked through its sign condition) the prediction is computed as above. Fixed before the
-# runs: "rank 1" is a final ratio above 0.99, "rank 2" below 0.95, and a run matches its
-# prediction within 0.01; this last band is now 0.02 (see the end of the page).
-
-# %%
-def meets_hypotheses(run, e):
-    """Member e fits its data, keeps its weight signs after the margin first reaches 1, and no
-    weight vanishes in direction (see the text)."""
-    qmin = run["qmin"][:, e]
-    if not bool(qmin[-1] > 0) or not bool((qmin >= 1).any()):
-        return False
-    th = run["theta"][int(torch.nonzero(qmin >= 1)[0]):, e]
-    entries = (th / th.norm(dim=1, keepdim=True)).abs().min(1).values
-    return bool((torch.sign(th) == torch.sign(th[0])).all()) and \
-        bool(entries[-1] > 0.02 and entries[-1] > 0.5 * entries[0])
-
-
-kkt_pred = []  # (ratio, alignment) of the one-class KKT point of each random data set
-for Xk, yk in (*family_a, *family_b):
-    k_ = margins.width2_kkt_point(Xk, yk, with_rank1=False)
-    kkt_pred.append((k_.ratio, kkt_alignment(k_)) if k_.cross_inactive < 0 else (np.nan, np.nan))
-kkt_pred = np.array(kkt_pred)
-table = {}
-for act in ("relu", "leaky", "linear"):
-    for fam, sl in (("A", A_), ("B", B_)):
-        ok = np.array([meets_hypotheses(runs[act], e) for e in range(sl.start, sl.stop)])
-        pred = kkt_pred[:M] if fam == "A" else kkt_pred[M:]
-        table[(act, fam)] = dict(ok=ok, ratio=runs[act]["ratio"][-1, sl].numpy(),
-                                 align=runs[act]["align"][-1, sl].numpy(), pred=pred)
-        t = table[(act, fam)]
-        r_ok = t["ratio"][ok]
-        print(f"{act:6s} family {fam}: {int(ok.sum())}/{M} runs meet the hypotheses; of these "
-              f"{int((r_ok < 0.95).sum())} end below 0.95, {int((r_ok > 0.99).sum())} above "
-              f"0.99; smallest alignment {t['align'][ok].min():.4f}")
-
-pick = lambda act, key: np.concatenate([table[(act, f)][key][table[(act, f)]["ok"]] for f in "AB"])
-relu_ok = {f: table[("relu", f)]["ok"] for f in "AB"}
-relu_r = {f: table[("relu", f)]["ratio"][relu_ok[f]] for f in "AB"}
-pred_ok = np.concatenate([table[("relu", f)]["pred"][relu_ok[f]] for f in "AB"])
-dev_kkt = np.abs(pick("relu", "ratio") - pred_ok[:, 0])
-dev_align = np.abs(pick("relu", "align") - pred_ok[:, 1])
-has_pred = np.isfinite(dev_kkt)
-dev_kkt, dev_align = dev_kkt[has_pred], dev_align[has_pred]
-relu_align = pick("relu", "align")
-leaky_r = pick("leaky", "ratio")
-lin_r, lin_align = pick("linear", "ratio"), pick("linear", "align")
-print(f"ReLU runs with a KKT prediction: {int(has_pred.sum())}; largest gap to it: ratio "
-      f"{dev_kkt.max():.1e}, alignment {dev_align.max():.1e}; smallest final alignment "
-      f"{relu_align.min():.4f}")
-for f in "AB":
-    glue(f"align-ok-{f}", f"{int(relu_ok[f].sum())}/{M}", display=False)
-glue("align-dev-kkt", f"{dev_kkt.max():.0e}", display=False)
-glue("align-dev-align", f"{dev_align.max():.0e}", display=False)
-glue("align-relu-align-min", f"{relu_align.min():.3f}", display=False)
-glue("align-lin-align-min", f"{lin_align.min():.4f}", display=False)
-glue("align-n-kkt", f"{int(has_pred.sum())}", display=False)
-glue("align-leaky-low", f"{int((leaky_r < 0.95).sum())}", display=False)
-glue("align-leaky-high", f"{int((leaky_r > 0.99).sum())}", display=False)
-glue("align-leaky-n", f"{len(leaky_r)}", display=False)
-glue("align-lin-n", f"{len(lin_r)}", display=False)
-glue("align-lin-min", f"{lin_r.min():.4f}", display=False)
-
-# %%
-fig, ax = plotting.subplots(1, height=3.2)
-for k, (act, fam, label) in enumerate((("relu", "A", "ReLU, family A"), ("relu", "B", "ReLU, family B"),
-                                       ("leaky", "A", "leaky ReLU"), ("leaky", "B", None),
-                                       ("linear", "A", "linear"), ("linear", "B", None))):
-    t = table[(act, fam)]
-    color = plotting.color({"relu": 0 if fam == "A" else 2, "leaky": 1, "linear": 3}[act])
-    pred = t["pred"][:, 0]
-    ax.scatter(pred[t["ok"]], t["ratio"][t["ok"]], s=16, color=color, label=label,
-               marker="o" if act == "relu" else ("^" if act == "leaky" else "s"))
-lims = [0.7, 1.01]
-ax.plot(lims, lims, color="grey", lw=0.8, ls="--", label="ratio = prediction")
-ax.axhline(1.0, color="k", lw=0.8)
-ax.set_xlim(lims)
-ax.set_ylim(lims)
-ax.set_xlabel("KKT prediction of the one-class point")
-ax.set_ylabel(r"final $\|W_1\|_2/\|W_1\|_F$")
-ax.legend(fontsize=7, loc="lower right")
-glue("fig-align-many", fig, display=False)
-plt.close(fig)
-
-# %% [markdown]
-# ```{glue:figure} fig-align-many
-# :name: fig-inv-align-many
-# Every random run that meets the hypotheses: final ratio against the ratio predicted by the
-# one-class KKT point of its data set (runs whose data set has no valid one-class point are not
-# drawn). ReLU runs (circles) sit on the diagonal, below 1; leaky-ReLU runs (triangles) either
-# near it or at 1; linear runs (squares) at 1.
-# ```
-#
-# Of the random ReLU runs, {glue:text}`align-ok-A` (family A) and {glue:text}`align-ok-B`
-# (family B) meet the hypotheses; the others lose a neuron (it stops being active on any
-# sample) and cannot fit both classes, or fail one of the two other checks. Every run that meets
-# them ends at rank 2, within
-# {glue:text}`align-dev-kkt` of its KKT prediction ({glue:text}`align-n-kkt` runs with a
-# prediction), and its two layers end as aligned as the KKT point predicts (within
-# {glue:text}`align-dev-align`): the smallest final alignment is
-# {glue:text}`align-relu-align-min` on this seed: how far below 1 it is depends on how unequal
-# the two one-class solutions of the fitted data sets happen to be. The linear runs end with
-# alignment at least {glue:text}`align-lin-align-min`. Of the {glue:text}`align-leaky-n` leaky-ReLU runs that meet them,
-# {glue:text}`align-leaky-low` end below 0.95 and {glue:text}`align-leaky-high` above 0.99:
-# with a leaky slope a rank-1 network can fit both classes, and some initialisations reach it.
-# All {glue:text}`align-lin-n` linear runs end above {glue:text}`align-lin-min`. The counts on
-# other seeds are on the {doc}`robustness page </book/robustness>`.
-#
 # ## With the square loss
 #
 # The invariances of {doc}`01_conserved_quantities` hold for any differentiable loss; the
@@ -684,7 +522,7 @@ plt.close(fig)
 # %%
 def square_run(activation):
     """The designed network trained with the square loss: norms, ratio and alignment over time."""
-    net = margins.width2_designed(activation, 20_000 + seed, negative_slope=P["leaky_slope"])
+    net = margins.width2_designed(activation, 20_000 + seed)
     ens = Ensemble.from_models([net.to(dev)])
     flat = lambda e: torch.cat([e.params[k].flatten(1) for k in ("layers.0.weight", "layers.1.weight")], 1)
     hist = train_ensemble(ens, X.to(dev), y.to(dev), loss="half_mse", lr=P["square_lr"],
@@ -728,14 +566,17 @@ glue("align-sq-norm", f"{abs(sq_norm_change):.0e}", display=False)
 # Its two layers end as aligned as that KKT point is ({glue:text}`align-alend`, against
 # {glue:text}`align-alstar` predicted): on this data set the alignment half of Eq. (15) cannot
 # fail by much. On the data set B', whose KKT point is visibly misaligned, the two layers end at
-# {glue:text}`align-al2` instead of 1. From random initialisations and on a second family of
-# data sets the first layer ends at rank 2 in every ReLU run that meets the hypotheses. **Corollary 1 of
+# {glue:text}`align-al2` instead of 1; that run meets the measurable hypotheses too
+# ({glue:text}`align-flips2` sign changes at any step, smallest normalised entry over the second
+# half {glue:text}`align-minentry2`). {doc}`09_random_initialisations` finds ReLU runs that
+# end away from rank 1, at their KKT points, from random initialisations and on a second family
+# of data sets. **Corollary 1 of
 # {cite:t}`le2022training` is false as stated, and so are Eqs. (13)-(15) of its Theorem 2 for
-# ReLU networks.** The failing step of its proof is "the sum of all but the largest singular
+# fully connected ReLU networks.** The failing step of its proof is "the sum of all but the largest singular
 # value is bounded", which needs the off-diagonal part of the matrix invariance (Theorem 1);
 # that part does not hold for ReLU networks once two neurons have different activation
 # patterns, as here. What survives is the linear case ({cite:t}`ji2019gradient`): the linear
-# twin and the linear runs align. See the erratum "Corollary 1 (rank-one limit of ReLU
+# twins align. See the erratum "Corollary 1 (rank-one limit of ReLU
 # networks) is false as stated" on {doc}`/book/errata`. {doc}`04_reduced_alignment` turns to the
 # rest of Theorem 2, the "reduced alignment" bound for non-homogeneous networks, whose proof uses
 # the same matrix invariance.
@@ -747,38 +588,35 @@ glue("align-sq-norm", f"{abs(sq_norm_change):.0e}", display=False)
 # prediction of the designed run (a transient of order $\log m/m$ at margin $m$; the runs now go
 # far beyond the margin of about 500 for which the band was set); the normalised margin within
 # 2% of the KKT value (it cannot exceed it, the KKT point being the best solution found);
-# Eq. (13) violated by more than a factor 10; the alignment within 0.01 of its KKT value; the
-# random runs' thresholds as stated above. Four changes after the seed sweep are disclosed. The
+# Eq. (13) violated by more than a factor 10; the alignment within 0.01 of its KKT value. Four
+# changes after the seed sweep are disclosed. The
 # directional convergence was first checked as "the distance to $w^\star/\|w^\star\|$ at least
 # halves between margin 5 and the end"; it was reported to fail on seeds outside the tuning set:
 # a relative check fails whenever the distance at margin 5 is itself as small as the offset the
 # discretisation leaves (about $10^{-2}$ on seeds 0-4), so it is now an absolute bound, 0.03, on
-# the final distance. The
-# alignment half was first
-# tested on the random runs (smallest final alignment below 0.99), and on seed 3 no fitted data
-# set had a KKT alignment far enough below 1 (smallest: 0.991), so it is now tested on the
-# designed data set B'; the normalised-margin band was 1%, and on seed 1 the run ended 1.45% below
+# the final distance. The alignment half was first tested on the random runs of
+# {doc}`09_random_initialisations` (smallest final alignment below 0.99), and on seed 3 no fitted
+# data set had a KKT alignment far enough below 1 (smallest: 0.991), so it is now tested on the
+# designed data set B'. The normalised-margin band was 1%, and on seed 1 the run ended 1.45% below
 # the KKT value (the step of gradient descent on $\log\mathcal R$ leaves a directional offset
-# of the order of its relative size, about 1%); and the random families had 32 networks each,
-# with PyTorch's output weights as drawn, and on seed 4 only two runs of family B met the
-# hypotheses, fewer than the three the claim asks for: the families now have 40 networks each,
-# with output weights of opposite signs. Finally, the largest gap between a random run and its
-# KKT prediction was asked to be below 0.01; it is the gap of the slowest of some thirty runs, a
-# finite-time transient, and on seed 0 under another CPU kernel it was 0.0101, so the band is now
-# 0.02.
+# of the order of its relative size, about 1%). The sign monitor of Assumption 1 read the weights
+# every fifth step in a first version of this page and did not watch the run on B'; it now reads
+# every step of both. On B' as first drawn (the small cluster on the first axis, $p=(0.4,0)$),
+# one entry of $w^\star$ was near 0 and the run's entry changed sign after the margin reached
+# 1 (seeds 0-2 and 4) while its normalised value fell to $10^{-4}$-$10^{-2}$: Assumptions 1-2
+# were not met there. B' is now turned by $30^\circ$ (its geometry, so its KKT ratio and
+# alignment, does not change with a rotation; only the noise draw does), which puts every
+# entry of $w^\star$ far from 0.
 
 # %% tags=["nbval-check-output"]
-count = lambda v: f"{int(v.sum())}/{len(v)}"
-relu_max = {f: float(relu_r[f].max()) if len(relu_r[f]) else float("nan") for f in "AB"}
-lin_min = float(np.minimum(lin_r, lin_align).min()) if len(lin_r) else float("nan")
 ledger.holds("cor1-h-separable", "Cor. 1 hypothesis", "setup check: the data are separable "
              "through the origin (hard-margin QP feasible; its margin)", "assumed",
              f"gamma_lin={sep.margin:.3f}", sep.margin > 0, "> 0", items="cor1", bearing="control",
              value=sep.margin, lo=0.0, origin="theory")
 ledger.below("cor1-h-loss", "Cor. 1 hypothesis", "setup check: R(w(0)) < l(0) = log 2",
-             "assumed", Rr["R0"], ell0, fmt=".4f", items="cor1", bearing="control", origin="paper")
-ledger.holds("cor1-h-signs", "Assumption 1", "setup check: no weight changes sign between any "
-             "two records of the designed run (count)", "assumed", f"{flips} changes", flips == 0,
+             "assumed", R0, ell0, fmt=".4f", items="cor1", bearing="control", origin="paper")
+ledger.holds("cor1-h-signs", "Assumption 1", "setup check: no weight changes sign at any step "
+             "of the designed run (count)", "assumed", f"{flips} changes", flips == 0,
              "0 changes", items="asm1", bearing="control", value=flips, hi=0.5,
              origin="theory: Assumption 1 means no change")
 ledger.above("cor1-h-nonzero", "Assumption 2", "setup check: smallest normalised entry over the "
@@ -820,13 +658,18 @@ ledger.above("jt19-linear-twin", "J&T19; Cor. 1 (linear)", "the linear twin ends
              "> 0.99", "ratio -> 1", r_lin_end, 0.99, fmt=".4f",
              items=["cor1", "thm2-eq15-rank1"], bearing="qualifies", origin="prior")
 ledger.holds("eq15-align-designed", "Thm 2, Eq. (15); Cor. 1", "on the data set of unequal "
-             "clusters the ReLU alignment ends within 0.01 of its KKT value, which is below 0.99 "
-             "(alignment, KKT value; value: the gap)", "alignment -> 1",
-             f"{al2_end:.4f}, {align_star2:.4f}",
-             abs(al2_end - align_star2) <= 0.01 and align_star2 < 0.99 and kkt2.cross_inactive < 0,
-             "gap <= 0.01, KKT < 0.99", items=["thm2-eq15-align", "cor1"], bearing="contradicts",
+             "clusters, with no weight changing sign at any step (Assumption 1) and no normalised "
+             "entry below 0.1 over the second half (Assumption 2), the ReLU alignment ends within "
+             "0.01 of its KKT value, which is below 0.99 (alignment, KKT value, sign changes, "
+             "smallest entry; value: the gap)", "alignment -> 1",
+             f"{al2_end:.4f}, {align_star2:.4f}, {flips2}, {min_entry_late2:.2f}",
+             abs(al2_end - align_star2) <= 0.01 and align_star2 < 0.99 and kkt2.cross_inactive < 0
+             and flips2 == 0 and min_entry_late2 > 0.1, "gap <= 0.01, KKT < 0.99, 0, > 0.1",
+             items=["thm2-eq15-align", "cor1"], bearing="contradicts",
              value=abs(al2_end - align_star2), hi=0.01,
-             origin="after-seeds: moved from the random runs to the data set B' after seed 3")
+             origin="after-seeds: moved from the random runs to the data set B' after seed 3; "
+                    "B' turned by 30 degrees and its hypotheses monitored after a review found a "
+                    "near-zero entry of w* and a sign change on seeds 0-2 and 4")
 ledger.above("jt19-linear-twin-align", "J&T19; Eq. (15)", "the linear twins end with alignment "
              "> 0.99 (both data sets)", "alignment -> 1", min(al_lin_end, al2_lin_end), 0.99,
              fmt=".4f", items="thm2-eq15-align", bearing="qualifies", origin="prior")
@@ -837,30 +680,6 @@ ledger.above("nmargin-kkt", "Lyu & Li 2020", "setup check: normalised margin at 
              "within 2% below the KKT value (ratio; it cannot exceed 1, the KKT point being the "
              "best found)", "-", nm_end / kkt.normalized_margin, 0.98, fmt=".4f", items="asm2",
              bearing="control", origin="after-seeds: band widened from 1% to 2% after seed 1")
-for f, what in (("A", "random initialisations"), ("B", "a second family of data sets")):
-    ledger.holds(f"cor1-random-{f.lower()}", "Cor. 1", f"{what}: every ReLU run that meets the "
-                 "hypotheses (at least 3) ends below 0.99 (value: the largest final ratio)",
-                 "ratio -> 1", f"{int((relu_r[f] < 0.99).sum())}/{len(relu_r[f])}",
-                 len(relu_r[f]) >= 3 and bool((relu_r[f] < 0.99).all()), "all, >= 3 runs",
-                 items="cor1", bearing="contradicts", value=relu_max[f], hi=0.99,
-                 origin="prior: 0.99; after-seeds: families enlarged to 40 networks after seed 4")
-ledger.below("cor1-random-kkt", "Prop. (this page)", "explanation check: those runs end within "
-             "0.02 of their own KKT prediction, ratio and alignment (largest gap)", "-",
-             max(dev_kkt.max(), dev_align.max()), 0.02, fmt=".1e", items="cor1", bearing="control",
-             origin="after-seeds: 0.01 before; the largest gap (the slowest of some thirty runs) "
-                    "reached 0.0101 on seed 0 under another CPU kernel")
-ledger.holds("leaky-rank2", "Thm 2, Eq. (15) (leaky ReLU)", "leaky ReLU: some runs that meet the "
-             "hypotheses end below 0.95 (runs below 0.95 / runs)", "ratio -> 1",
-             f"{int((leaky_r < 0.95).sum())}/{len(leaky_r)}", bool((leaky_r < 0.95).any()),
-             ">= 1 run", items="thm2-eq15-rank1", bearing="contradicts",
-             value=int((leaky_r < 0.95).sum()), lo=0.5, origin="prior")
-ledger.holds("linear-random", "J&T19; Cor. 1 (linear)", "every linear run that meets the "
-             "hypotheses ends with ratio and alignment above 0.99 (value: the smallest of both)",
-             "ratio, alignment -> 1",
-             f"{int(((lin_r > 0.99) & (lin_align > 0.99)).sum())}/{len(lin_r)}",
-             len(lin_r) >= 3 and bool(((lin_r > 0.99) & (lin_align > 0.99)).all()),
-             "all, >= 3 runs", items=["cor1", "thm2-eq15-rank1", "thm2-eq15-align"],
-             bearing="qualifies", value=lin_min, lo=0.99, origin="prior")
 ledger.holds("square-loss-linear", "J&T19; Thm 2 (||W||_F -> inf)", "control: with the square "
              "loss the linear twin's norm converges (relative change over the second half < 1e-3) "
              "and its first layer stays away from rank one (1 - ratio > 1e-3; value: log10 of "

@@ -38,9 +38,13 @@
 #   scale the final ratio cannot tell a reduced alignment from an unfinished run.
 # - What separates them is where the late growth goes. In the linear control the growth of
 #   $\|W\|_F^2$ after the data are fitted goes almost entirely into the top singular direction;
-#   in the ReLU network a fixed share goes elsewhere. That is the signature of a limit of rank
-#   larger than one: reduced alignment, in layers where Theorem 2 predicts a rank-one limit, so
-#   the theorem does not explain it.
+#   in the ReLU network a share of it goes elsewhere (at least {glue:text}`motiv-min-share` in
+#   every hidden dense layer here; seeds 0-4 on the {doc}`robustness page </book/robustness>`),
+#   as for a limit of rank larger than one. This is a trend in a finite run on stand-in data, not
+#   a limit.
+# - Weights keep changing sign after the fit, so Theorem 2's stable-sign hypothesis fails in
+#   this run: the theorem does not cover it, and where it applies it predicts a rank-one limit
+#   for these dense layers. It does not explain the reduced alignment seen here.
 # ```
 
 # %% tags=["parameters"]
@@ -56,14 +60,14 @@ PROFILES = {
     # optimizer "gd" uses loss-scaled full-batch steps lr / R(w), capped at max_lr
     # growth, offtop, same: thresholds of the claims (see the end of the page)
     "ci": dict(dataset="digits", classes=(3, 5), channels=(8, 16), kernel=3, hidden=(64, 64),
-               optimizer="gd", steps=600, lr=0.05, max_lr=10.0, batch_size=None,
-               record_every=12, growth=1.25, offtop=0.05, same=0.1),
+               optimizer="gd", steps=600, lr=0.05, max_lr=2.0, batch_size=None,
+               record_every=12, growth=1.25, offtop=0.1, same=0.1),
     "full": dict(dataset="cifar10", classes=(0, 1), channels=(64, 128, 64), kernel=5,
                  hidden=(4096, 4096), optimizer="sgd", steps=20_000, lr=0.01, max_lr=None,
-                 batch_size=128, record_every=500, growth=1.25, offtop=0.05, same=0.1,
+                 batch_size=128, record_every=500, growth=1.25, offtop=0.1, same=0.1,
                  fallback=dict(dataset="digits", classes=(3, 5), channels=(16, 32), kernel=3,
                                hidden=(256, 256), steps=5000, batch_size=None, optimizer="gd",
-                               lr=0.05, max_lr=10.0, record_every=100)),
+                               lr=0.05, max_lr=2.0, record_every=100)),
 }
 
 # %%
@@ -301,24 +305,27 @@ plt.close(fig)
 # from a run that is not finished. The late growth does. After the fit, at least
 # {glue:text}`motiv-min-share` of the growth of $\|W\|_F^2$ of each ReLU dense layer goes off
 # the top singular direction, against at most {glue:text}`motiv-share-lin` for the linear
-# control. The ReLU layers are heading for a limit of rank larger than one, the linear ones for
-# rank one. This is a trend measured in a finite run, not a limit. Weights keep changing sign
-# after the fit ({glue:text}`motiv-signs-fit` changes between records in the ReLU network), so
-# Theorem 2's stable-sign hypothesis does not hold in this run: the theorem does not apply
-# here, and where it does apply it predicts a rank-one limit for these layers. Either way it
-# does not explain a reduced alignment.
+# control. The ReLU layers look headed for a limit of rank larger than one, the linear ones for
+# rank one; this is a trend measured in a finite run, not a limit, and how large the ReLU share
+# is depends on the run (seeds 0-4 on the {doc}`robustness page </book/robustness>`). Weights
+# keep changing sign after the fit ({glue:text}`motiv-signs-fit` changes between records in the
+# ReLU network), so Theorem 2's stable-sign hypothesis does not hold in this run: the theorem
+# does not apply here, and where it does apply it predicts a rank-one limit for these layers.
+# Either way it does not explain the reduced alignment seen here.
 #
 # ## Conclusion
 #
-# The observation that motivated {cite:t}`le2022training` is reproduced at CPU scale, once it
-# is measured against a linear control: the dense layers of a bias-free ReLU CNN trained on
-# separable data align, but a fixed share of their late growth stays off the top direction,
-# while the same network with linear activations puts all of it there. Theorem 2 predicts a
-# rank-one limit for exactly these layers ($N_r=0$, $V_c=1$), and its rank-one conclusion is
-# false for ReLU networks ({doc}`03_alignment_low_rank_limit`), as is the matrix invariance its
-# proof rests on ({doc}`06_pairwise_invariance`, {doc}`07_reduced_alignment_training`). The reduced
-# alignment is therefore an observation without a proof for ReLU networks, and the paper's
-# claim that Theorem 2 explains it does not hold for the dense layers where J&T19 saw it.
+# The observation that motivated {cite:t}`le2022training` is reproduced at CPU scale, on
+# stand-in data, once it is measured against a linear control: the dense layers of a bias-free
+# ReLU CNN trained on separable data align, but part of their late growth stays off the top
+# direction, while the same network with linear activations puts nearly all of it there. The run
+# changes weight signs after the fit, so it lies outside Theorem 2's hypotheses; and where the
+# theorem applies it predicts a rank-one limit for exactly these layers ($N_r=0$, $V_c=1$), a
+# conclusion that is false for fully connected ReLU networks whose hypotheses are verified
+# ({doc}`03_alignment_low_rank_limit`), as is the matrix invariance its proof rests on
+# ({doc}`06_pairwise_invariance`). The reduced alignment is therefore an observation without a
+# proof for ReLU networks: Theorem 2 neither covers this run nor, for these layers, predicts a
+# reduction.
 
 # %% [markdown]
 # ## Claims
@@ -327,22 +334,21 @@ plt.close(fig)
 # correctly classified); the initial dense ratios within 15% of the random-matrix value; each
 # hidden dense ratio grows by at least 25%; the ReLU and linear end ratios within 0.1 of each
 # other; after the fit, less than {glue:text}`motiv-offtop` of the growth off the top direction
-# for the linear control and more than that for each ReLU dense layer. Two changes are
+# for the linear control and more than that for each ReLU dense layer. Three changes are
 # disclosed. This page replaced a claim "final ratio above twice the trivial bound" of an
-# earlier version: a random square matrix already sits there, so that claim could not fail. And
-# the share threshold was 0.1 when first set (the shares were 0.27-0.33 on the pilot seeds); on
-# seed 2 the share of dense1 was 0.08 (linear control: 0.00), so the threshold separating the two
-# networks is now 0.05 for both; the values on every seed are on the
-# {doc}`robustness page </book/robustness>`. The last row, on Theorem 2's explanation, used to
-# repeat the smallest ReLU share; it now measures the gap to the linear control, the network in
-# which the theorem's proof applies, with the same threshold. The difference of the final ratios
-# of the two networks is compared across machines with a tolerance of 0.05: it is the
-# difference of two float32 runs with large steps, and it moves by about 0.02 between CPU
-# kernels. The shares themselves are more sensitive still: the late phase, with steps up to
-# {glue:text}`motiv-maxlr`, is chaotic, and across CPU kernels the share of one seed's dense1
-# moved between 0.07 and 0.43 (in float32 and in float64 alike), always above the threshold; they
-# are compared across machines with a tolerance of 0.4, and their verdicts, not their values,
-# are what the page asserts.
+# earlier version: a random square matrix already sits there, so that claim could not fail.
+# The runs first capped the loss-scaled step at 10. With that cap the late phase is chaotic: the
+# share of one seed's dense1 moved between 0.07 and 0.43 across CPU kernels (float32 and float64
+# alike), and on seed 2 it was 0.08 here, so the share threshold had been lowered from 0.1 to
+# 0.05 to pass. A value that moves that much between machines supports nothing, so the cap is
+# now {glue:text}`motiv-maxlr`: on seeds 0-4 and three CPU kernels the ReLU shares then stay
+# between 0.18 and 0.37 and the linear ones below 0.01, and the threshold is back at the 0.1
+# fixed before the first run; they are compared across machines with a tolerance of 0.1 (the
+# largest move seen between kernels was 0.07). The difference of the final ratios of the two
+# networks is compared with a tolerance of 0.05 (it moved by about 0.02 between kernels). The
+# last row, on Theorem 2's explanation, used to count as a contradiction; the run is outside the
+# theorem's stable-sign hypothesis, so it now qualifies the paper's claim: the reduction shows
+# where the theorem does not apply, in layers for which, where it applies, it predicts none.
 
 # %% tags=["nbval-check-output"]
 n_train = len(y)
@@ -363,25 +369,32 @@ for i in dense:
                  f"ratio is within {cfg['same']:g} of the linear control's, whose limit is 1",
                  "< 1 (reduced alignment)", same[i], cfg["same"], fmt=".3f",
                  items="jt19-alexnet", bearing="qualifies", proxy=True, origin="prior",
-                 vtol=0.05)  # a difference of two float32 runs with steps up to max_lr: it moves
-    #                        by about 0.02 between CPU kernels (seen: 0.022 -> 0.040)
+                 vtol=0.05)  # a difference of two float32 runs: it moves by about 0.02 between
+    #                        CPU kernels
     ledger.above(f"{names[i]}-offtop", "J&T19 Fig. (AlexNet)", f"{names[i]}: share of the growth "
                  f"of ||W||_F^2 after the fit that goes off the top direction > {cfg['offtop']:g}",
                  "reduced alignment", share[i], cfg["offtop"], fmt=".3f", items="jt19-alexnet",
                  bearing="supports", proxy=True,
-                 origin="after-seeds: lowered from 0.1 to 0.05 after seed 2 (dense1: 0.08)",
-                 vtol=0.4)  # the late, large-step phase is chaotic: across CPU kernels the share
-    #                        of one seed moved between 0.07 and 0.43 (float32 and float64 alike)
+                 origin="after-seeds: the step cap was lowered from 10 to 2 after the share "
+                        "proved chaotic across CPU kernels (0.07-0.43 on one seed); the "
+                        "threshold is the 0.1 fixed before the first run",
+                 vtol=0.1)  # on seeds 0-4 the share moved by at most 0.07 between CPU kernels
 ledger.below("linear-offtop", "J&T19 (linear)", "negative control: for the linear control that "
              f"share is below {cfg['offtop']:g} in every hidden dense layer", "rank-one limit",
              share_lin, cfg["offtop"], fmt=".3f", items="jt19-alexnet", bearing="control",
-             origin="after-seeds: lowered from 0.1 to 0.05 with the ReLU threshold")
-ledger.above("thm2-explains", "Thm 2 (N_r = 0, V_c = 1)", "where Theorem 2 bounds the ratio by "
-             "1 (a rank-one limit, which its linear control follows), the ReLU layers put more of "
-             "their late growth off the top direction than the control, by more than "
-             f"{cfg['offtop']:g} (smallest difference over the dense layers)",
-             "Thm 2 explains the reduction", share_gap, cfg["offtop"], fmt=".3f",
-             items="thm2-explains-jt19", bearing="contradicts", proxy=True,
-             origin="after-seeds: the threshold of the share claims, applied to the difference",
-             vtol=0.4)  # as chaotic across CPU kernels as the shares it is made of
+             origin="after-seeds: the threshold of the ReLU shares (0.1, fixed before the first "
+                    "run), with the step cap lowered from 10 to 2")
+signs_fit = int(R["signs"][-1] - R["signs"][R["fit"]])
+ledger.holds("thm2-explains", "Thm 2 (N_r = 0, V_c = 1), Assumption 1", "the reduction shows "
+             "outside Theorem 2's hypotheses: weights change sign after the fit (Assumption 1 "
+             "fails), and in layers where the theorem, where it applies, bounds the ratio by 1, "
+             "the ReLU layers put more of their late growth off the top direction than the "
+             f"linear control, by more than {cfg['offtop']:g} (smallest difference over the dense "
+             "layers; the sign changes after the fit)", "Thm 2 explains the reduction",
+             f"{share_gap:.3f} ({signs_fit} sign changes after the fit)",
+             share_gap > cfg["offtop"] and signs_fit > 0, f"> {cfg['offtop']:g}, > 0",
+             items="thm2-explains-jt19", bearing="qualifies", proxy=True, value=share_gap,
+             lo=cfg["offtop"], origin="after-seeds: the threshold of the share claims (0.1, fixed "
+             "before the first run), applied to the difference, with the step cap lowered from "
+             "10 to 2", vtol=0.1)  # the difference of two shares (see above)
 ledger.report()

@@ -38,7 +38,10 @@
 # - **True** for linear networks and for pairs of units that share their activation pattern on
 #   every sample, with the logistic and with the square loss.
 # - The rank-one conclusions that use the full matrix invariance are tested in
-#   {doc}`03_alignment_low_rank_limit` and {doc}`04_reduced_alignment`.
+#   {doc}`03_alignment_low_rank_limit` and {doc}`09_random_initialisations` (fully connected
+#   networks, hypotheses verified) and followed along training in
+#   {doc}`07_reduced_alignment_training`; {doc}`04_reduced_alignment` checks the lemmas of the
+#   proof.
 # ```
 
 # %% tags=["parameters"]
@@ -97,9 +100,7 @@ def fresh(factory, offset=0):
     return factory().to(device=dev, dtype=D)
 
 
-def stable_signs(p):
-    """Assumption 1's monitor: the sign pattern of every weight (True = positive)."""
-    return inv.weight_signs(p, 1) > 0
+stable_signs = inv.sign_pattern   # Assumption 1's monitor: which weights are positive
 
 
 # %% [markdown]

@@ -46,13 +46,13 @@ PROFILES = {
                mixed_a=(("conv", 3), ("conv", 4), ("free", 6, 8), ("free", 6, 8), ("dense", 6)),
                mixed_b=(("conv", 3), ("dense", 8), ("free", 6, 8)), mixed_floor=1.0,
                mixed_T=0.25, mixed_etas=(0.0125, 0.003125),
-               abs_floor=(0.5, 1.0), abs_T=(1.0, 0.5), abs_etas=(0.05, 0.0125)),
+               abs_floor=(0.5, 1.0), abs_T=(1.0, 0.25), abs_etas=(0.05, 0.0125)),
     "full": dict(classes=(3, 5),
                  mixed_a=(("conv", 8), ("conv", 16), ("free", 16, 32), ("free", 16, 32),
                           ("dense", 16)),
                  mixed_b=(("conv", 8), ("dense", 32), ("free", 16, 32)), mixed_floor=1.0,
                  mixed_T=0.5, mixed_etas=(0.0125, 0.003125, 0.00078125),
-                 abs_floor=(0.5, 1.0), abs_T=(1.0, 0.5), abs_etas=(0.05, 0.0125, 0.003125)),
+                 abs_floor=(0.5, 1.0), abs_T=(1.0, 0.25), abs_etas=(0.05, 0.0125, 0.003125)),
 }
 
 # %%
@@ -81,9 +81,7 @@ Xc, yc = Xc.to(dev), yc.to(dev)
 print(f"digits {P['classes'][0]} vs {P['classes'][1]}: {len(X)} training images (8x8)")
 
 
-def stable_signs(p):
-    """Assumption 1's monitor: the sign pattern of every weight (True = positive)."""
-    return inv.weight_signs(p, 1) > 0
+stable_signs = inv.sign_pattern   # Assumption 1's monitor: which weights are positive
 
 
 # %% [markdown]
@@ -249,21 +247,24 @@ plt.close(fig)
 # above 0.5), the criterion used for Theorem 1's points. (A first version of this page used the
 # threshold $10^{-3}$ of the two-layer tests of {doc}`06_pairwise_invariance`; the ReLU convolution pair, run on 128 images,
 # drifted by $8.7\cdot10^{-4}$ at a ratio of 1.09, and the criterion was aligned with the one
-# of Theorem 1's points, which measures the same kind of drift.)
+# of Theorem 1's points, which measures the same kind of drift. That version's sign monitor also
+# covered only the weights of the tested pair and of its two layers; watched on every weight, the
+# output layer of the convolution network changed sign a few times in its runs, on seeds 0-4, so
+# those runs were not all in a stable sign regime. The convolution runs now stop at half the
+# gradient-flow time, where no weight changes sign on seeds 0-4.)
 
 # %%
 def abs_runs(make, Xr, yr, T):
     """Signed and absolute off-diagonal drifts (corrected, relative, at each eta) of the first
-    unit group, and the sign changes of the weights around that group."""
+    unit group, and the sign changes of every weight of the network (Assumption 1 is a statement
+    about all of them: the tree of Lemma 2 depends on every sign)."""
     etas_a = torch.tensor(P["abs_etas"], dtype=D, device=dev)
     stops_a = (T / etas_a).round().long()
     ens = Ensemble.from_models([make() for _ in etas_a])
     grp = inv.neuron_groups(ens.template)[0]
-    names = sorted({t.param for t in (*grp.inputs, *grp.outputs)})
-    signs = lambda p: torch.cat([p[k].flatten(1) for k in names], 1) > 0
     tr = inv.train_tracked(ens, Xr, yr, loss="logistic", steps=int(stops_a.max()), lr=etas_a,
                            stop_after=stops_a, record_every=int(stops_a.max()), matrices=True,
-                           absolute=True, cuts=[], groups=[grp], monitors={"sign": signs})
+                           absolute=True, cuts=[], groups=[grp], monitors={"sign": stable_signs})
     off = ~torch.eye(grp.units, dtype=torch.bool)
     scale = inv.neuron_scales(ens.params, [grp], 1).cpu()
     rel = lambda d: (d[-1][:, off].abs().amax(-1) / scale).numpy()
@@ -298,8 +299,8 @@ abs_min = {act: min(r["absolute"][-1] for (n, a), r in pairs_abs.items() if a ==
            for act in ("relu", "linear")}
 abs_ratio = {act: min(r["absolute"][-1] / r["absolute"][0] for (n, a), r in pairs_abs.items()
                       if a == act) for act in ("relu", "linear")}
-ledger.holds("pair-abs-regime", "Assumption 1", "setup check: no weight around the tested pairs "
-             "changes sign in the four runs (count)", "(setup check)", f"{abs_flips} changes",
+ledger.holds("pair-abs-regime", "Assumption 1", "setup check: no weight of the four networks "
+             "changes sign at any step (count)", "(setup check)", f"{abs_flips} changes",
              abs_flips == 0, "0", items="asm1", bearing="control", value=abs_flips, hi=0.5,
              origin="theory: Assumption 1 means no change")
 for act in ("linear", "relu"):
@@ -311,15 +312,19 @@ for act in ("linear", "relu"):
                  "> 1e-6, > 0.5", items=["pair-abs", "lemma8"], bearing="contradicts",
                  value=abs_ratio[act], lo=0.5,
                  origin="after-seeds: drift threshold lowered from 1e-3 to 1e-6 after the ReLU "
-                        "convolution pair drifted by 8.7e-4 (see the text); ratio 0.5 prior")
+                        "convolution pair drifted by 8.7e-4; convolution runs shortened from "
+                        "T = 0.5 to 0.25 once the sign monitor covered every weight (see the "
+                        "text); ratio 0.5 prior")
+glue("tp-abs-flips", f"{abs_flips}", display=False)
 glue("tp-abs-linear", f"{abs_min['linear']:.1e}", display=False)
 glue("tp-abs-relu", f"{abs_min['relu']:.1e}", display=False)
 glue("tp-abs-signed-linear", f"{max(r['signed'].max() for (n, a), r in pairs_abs.items() if a == 'linear'):.0e}",
      display=False)
 
 # %% [markdown]
-# No weight around the tested pairs changes sign, so the absolute form is differentiable along
-# every run. It drifts by at least {glue:text}`tp-abs-linear` (relative) in the *linear*
+# No weight of these networks changes sign at any step ({glue:text}`tp-abs-flips` changes), so
+# the runs lie in the stable sign regime of Assumption 1 and the absolute form is differentiable
+# along every run. It drifts by at least {glue:text}`tp-abs-linear` (relative) in the *linear*
 # networks, whose signed form stays at {glue:text}`tp-abs-signed-linear`, and by at least
 # {glue:text}`tp-abs-relu` in the ReLU networks, without shrinking at the smaller step. So
 # Lemma 8 as stated (Eq. 47) is false for both activations, and the quantity the proof of

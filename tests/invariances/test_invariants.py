@@ -159,7 +159,7 @@ def test_stop_after_freezes_members_and_monitors_count_flips():
     X, y = task()
     tr = inv.train_tracked(ens, X, y, steps=20, lr=torch.tensor([0.4, 0.2, 0.1], dtype=D),
                            stop_after=torch.tensor([5, 10, 20]), record_every=10,
-                           monitors={"signs": lambda p: inv.weight_signs(p, 1) > 0})
+                           monitors={"signs": inv.sign_pattern})
     assert torch.allclose(tr.time[-1], torch.tensor([2.0, 2.0, 2.0], dtype=D))
     assert tr.steps == [0, 10, 20]
     assert tr.flips["signs"].shape == (3, sum(v[0].numel() for v in before.values()))
@@ -297,3 +297,37 @@ def test_isolated_kink_known_answer():
     assert (u, i) == (0, 2) and abs(reach - 0.75 * 2**0.5) < 1e-12
     with pytest.raises(ValueError):
         inv.isolated_kink(X, -torch.ones(1, 2, dtype=D))
+
+
+def test_sign_pattern_marks_positive_weights_per_member():
+    params = {"a": torch.tensor([[1.0, -2.0], [0.0, 3.0]], dtype=D),
+              "b": torch.tensor([[[-1.0]], [[2.0]]], dtype=D)}
+    pat = inv.sign_pattern(params)
+    assert pat.shape == (2, 3)
+    assert pat.tolist() == [[True, False, False], [False, True, True]]
+
+
+def test_euler_terms_vanish_unless_biases_are_left_out():
+    torch.manual_seed(0)
+    X, y = task()
+    plain = models.MLP(16, 1, 5, 3, bias=False).double()
+    terms = inv.euler_terms(plain, X, y)
+    assert terms and all(ok and rel < 1e-12 for ok, rel in terms.values())
+    biased = models.MLP(16, 1, 5, 3, bias=True).double()
+    assert max(rel for _, rel in inv.euler_terms(biased, X, y).values()) < 1e-12
+    assert max(rel for _, rel in inv.euler_terms(biased, X, y, count_bias=False).values()) > 1e-3
+
+
+@pytest.mark.parametrize("act, lo, hi", [("relu", -1.1, -0.9), ("linear", -0.1, 0.1)])
+def test_kink_quotients_blow_up_only_for_relu(act, lo, hi):
+    import numpy as np
+    torch.manual_seed(1)
+    X, y = task()
+    net = models.MLP(16, 1, 8, 2, bias=False, activation=act).double()
+    before = net.layers[0].weight.detach().clone()
+    deltas = np.logspace(-4, -7, 4)
+    q, reach = inv.kink_quotients(net, X, y, deltas)
+    assert reach > 1e-4   # only the chosen sample crosses over the whole range
+    slope = float(np.polyfit(np.log(deltas), np.log(q), 1)[0])
+    assert lo < slope < hi
+    assert torch.equal(net.layers[0].weight.detach(), before)

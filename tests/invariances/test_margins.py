@@ -181,3 +181,69 @@ def test_width2_kkt_point_without_rank1_comparison():
     X, y = margins.two_clusters(10, seed=2)
     k = margins.width2_kkt_point(X, y, with_rank1=False)
     assert math.isnan(k.rank1_norm_sq) and 0 < k.ratio < 1
+
+
+def test_width2_kkt_alignment_known_answers():
+    # the top left singular vector of diag(2, 1) is e_1: a parallel to it gives 1, a
+    # orthogonal to it 0, and a at 45 degrees 1/sqrt(2) (the sign of a does not matter)
+    W = torch.diag(torch.tensor([2.0, 1.0], dtype=torch.float64))
+    nan = float("nan")
+    make = lambda a: margins.Width2KKT(W, torch.tensor(a, dtype=torch.float64), nan, nan, nan,
+                                       nan, (nan, nan), nan, nan)
+    assert make([3.0, 0.0]).alignment == pytest.approx(1.0, abs=1e-12)
+    assert make([0.0, -2.0]).alignment == pytest.approx(0.0, abs=1e-12)
+    assert make([-1.0, 1.0]).alignment == pytest.approx(1 / math.sqrt(2), abs=1e-12)
+
+
+def test_width2_kkt_alignment_of_symmetric_clusters_is_one():
+    # mirror-image clusters of equal norms: W^T W and a a^T share the mirror axis, so the KKT
+    # point is aligned although its first layer has rank 2
+    X, y = margins.two_clusters(10, p=(1.0, 0.5), q=(-1.0, 0.5), noise=0.0, seed=0)
+    k = margins.width2_kkt_point(X, y, with_rank1=False)
+    assert k.cross_inactive < 0 and k.ratio < 0.99
+    assert k.alignment == pytest.approx(1.0, abs=1e-9)
+
+
+def _width2_net(seed, activation="relu"):
+    torch.manual_seed(seed)
+    return models.MLP(2, 1, width=2, depth=2, bias=False, activation=activation).double()
+
+
+def test_train_width2_batch_matches_one_network_gradient_descent():
+    X, y = margins.two_clusters(6, seed=1)
+    X2, y2 = margins.two_clusters(6, q=(-0.5, 0.9), seed=2)
+    nets = [_width2_net(0), _width2_net(1)]
+    W0, a0 = nets[1].layers[0].weight.detach().clone(), nets[1].layers[1].weight.detach().clone()
+    lr = torch.tensor([0.05, 0.02], dtype=torch.float64)
+    runs = margins.train_width2_batch(nets, torch.stack([X, X2]), torch.stack([y, y2]), lr=lr,
+                                      steps=20, record_every=5)
+    assert runs.theta.shape == (5, 2, 6) and runs.W.shape == (5, 2, 2, 2)
+    assert list(runs.steps) == [0, 5, 10, 15, 20]
+    # the second member by hand: plain gradient descent on log R with its own step and data
+    W, a = W0.clone().requires_grad_(True), a0.clone().requires_grad_(True)
+    for _ in range(20):
+        loss = margins.log_risk(torch.relu(X2 @ W.T) @ a.T, y2)
+        gW, ga = torch.autograd.grad(loss, (W, a))
+        W, a = (W - 0.02 * gW).detach().requires_grad_(True), (a - 0.02 * ga).detach().requires_grad_(True)
+    assert torch.allclose(runs.W[-1, 1], W.detach(), atol=1e-10)
+    assert torch.allclose(runs.a[-1, 1], a.detach().flatten(), atol=1e-10)
+    q = y2 * (torch.relu(X2 @ W.detach().T) @ a.detach().T).flatten()
+    assert float(runs.qmin[-1, 1]) == pytest.approx(float(q.min()), abs=1e-10)
+    # initial risk, ratio and sigma_2^2 (= ||W||_F^2 - ||W||_2^2 for width 2)
+    r0 = torch.nn.functional.softplus(-y2 * (torch.relu(X2 @ W0.T) @ a0.T).flatten()).mean()
+    assert float(runs.R0[1]) == pytest.approx(float(r0), rel=1e-12)
+    s = torch.linalg.svdvals(runs.W[-1, 1])
+    assert float(runs.ratio[-1, 1]) == pytest.approx(float(s[0] / s.norm()), rel=1e-12)
+    assert float(runs.s2_sq[-1, 1]) == pytest.approx(float(s.norm() ** 2 - s[0] ** 2), rel=1e-9)
+    assert bool(((runs.align >= 0) & (runs.align <= 1 + 1e-12)).all())
+
+
+def test_width2_runs_sign_changes_counts_every_change_after_start():
+    theta = torch.tensor([[1.0, 1.0], [-1.0, 1.0], [1.0, 1.0], [1.0, -1.0]], dtype=torch.float64)
+    theta = theta[:, None, :]   # one member, records along dim 0
+    none = torch.zeros(4, 1)
+    runs = margins.Width2Runs(steps=np.arange(4), theta=theta, W=none, a=none, ratio=none,
+                              s2_sq=none, align=none, qmin=none, R0=torch.zeros(1))
+    assert runs.sign_changes(0) == 3       # a back and forth counts twice
+    assert runs.sign_changes(0, start=2) == 1
+    assert runs.sign_changes(0, start=3) == 0

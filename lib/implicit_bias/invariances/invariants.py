@@ -574,6 +574,20 @@ def mlp_preactivations(params: Params, X: torch.Tensor, depth: int,
     return out
 
 
+def euler_terms(model: nn.Module, X: torch.Tensor, y: torch.Tensor,
+                count_bias: bool = True) -> dict[str, tuple[bool, float]]:
+    """Euler's term of every unit group of ``model`` at its current weights, for the logistic
+    loss on ``(X, y)``, relative to the Cauchy-Schwarz bound ``sqrt(neuron_scales(params) *
+    neuron_scales(grads))``: ``{group: (Lemma 3 applies to it, max_v |E_v| / bound)}``. Where
+    Lemma 3 applies the ratio is round-off (the identity of Eq. 12)."""
+    p = {k: v.detach() for k, v in model.named_parameters()}
+    g = param_grads(model, X, y, loss="logistic")
+    groups = neuron_groups(model, count_bias=count_bias)
+    bound = float((neuron_scales(p, groups) * neuron_scales(g, groups)).sqrt())
+    fo = first_order_terms(p, g, groups)
+    return {gr.name: (gr.conserved, float(fo[gr.name].abs().max()) / bound) for gr in groups}
+
+
 def isolated_kink(X: torch.Tensor, W: torch.Tensor) -> tuple[int, int, float]:
     """A kink of a first layer ``W`` (units x d) that one sample crosses alone.
 
@@ -600,9 +614,42 @@ def isolated_kink(X: torch.Tensor, W: torch.Tensor) -> tuple[int, int, float]:
     return best
 
 
+def kink_quotients(net: nn.Module, X: torch.Tensor, y: torch.Tensor,
+                   deltas: Sequence[float]) -> tuple[list[float], float]:
+    """Lipschitz quotients of the logistic risk's gradient across a kink of ``net``'s first
+    layer (``layers.0.weight``): the row and sample of :func:`isolated_kink` are moved so that
+    that pre-activation is exactly 0, then ``q(delta) = ||grad R(w + delta e) - grad R(w - delta
+    e)|| / (2 delta)`` for every ``delta``, with ``e`` the unit shift of that row along the sample.
+    Returns the quotients and the reach of :func:`isolated_kink` (below it only that sample
+    crosses). For a ReLU network ``q`` grows like ``1 / delta``; for a linear one it stays
+    bounded (App. F's smoothness assumption). ``net`` is not modified."""
+    p = {k: v.detach().clone() for k, v in net.named_parameters()}
+    W1 = p["layers.0.weight"]
+    u, i, reach = isolated_kink(X, W1)               # only sample i crosses for |delta| < reach
+    W1[u] -= ((X[i] @ W1[u]) / X[i].pow(2).sum()) * X[i]  # now z_u(x_i) = 0 up to round-off
+    e = torch.zeros_like(W1)
+    e[u] = X[i] / X[i].norm()
+
+    def grad_at(shift: float) -> torch.Tensor:
+        q = {k: v.clone().requires_grad_(True) for k, v in p.items()}
+        q["layers.0.weight"] = (p["layers.0.weight"] + shift * e).requires_grad_(True)
+        out = functional_call(net, q, (X,)).squeeze(-1)
+        value = torch.nn.functional.softplus(-y * out).mean()
+        return torch.cat([g.flatten() for g in torch.autograd.grad(value, list(q.values()))])
+
+    return [float((grad_at(d) - grad_at(-d)).norm()) / (2 * d) for d in deltas], reach
+
+
 def weight_signs(params: Params, batch_dims: int = 0) -> torch.Tensor:
     """Signs of every parameter entry, concatenated: ``(*batch, n_params)`` (Assumption 1)."""
     return torch.cat([torch.sign(p).flatten(batch_dims) for p in params.values()], -1)
+
+
+def sign_pattern(params: Params) -> torch.Tensor:
+    """Assumption 1's monitor for :func:`train_tracked` (``monitors={"sign": sign_pattern}``) on
+    an ensemble's parameters (member dimension first): whether each weight of each member is
+    positive, ``(E, n_params)``; the tracker counts the entries that change between steps."""
+    return weight_signs(params, 1) > 0
 
 
 # --------------------------------------------------------------------------------- training

@@ -23,7 +23,9 @@ import torch
 from scipy.optimize import minimize, nnls
 from torch import nn
 
+from .. import spectra
 from .. import train as _train
+from ..ensembles import Ensemble, train_ensemble
 
 MarginFn = Callable[[torch.Tensor], torch.Tensor]
 
@@ -185,6 +187,13 @@ class Width2KKT:
     @property
     def theta(self) -> torch.Tensor:
         return torch.cat([self.W.flatten(), self.a])
+
+    @property
+    def alignment(self) -> float:
+        """``|<u_1(W), a / ||a||>|``: the alignment of the two layers at the KKT point (1 only if
+        the top left singular vector of ``W`` is parallel to ``a``)."""
+        u1, _ = spectra.top_singular_vectors(self.W)
+        return float((u1 * self.a / self.a.norm()).sum().abs())
 
 
 def width2_kkt_point(X: torch.Tensor, y: torch.Tensor, with_rank1: bool = True) -> Width2KKT:
@@ -387,6 +396,58 @@ def sign_changes(traj: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
     last = torch.where(changed, idx, torch.full_like(idx, -1)).max(0).values if len(traj) > 1 \
         else torch.full(traj.shape[1:], -1)
     return count, last
+
+
+@dataclass
+class Width2Runs:
+    """Records of a batch of bias-free two-layer scalar networks (``layers.0.weight`` ``W``
+    ``(m, d)``, ``layers.1.weight`` ``a`` ``(1, m)``) trained together by
+    :func:`train_width2_batch`. ``steps`` ``(R,)`` the recorded steps; per record and member:
+    ``theta`` ``(R, E, m d + m)`` all weights, ``W`` ``(R, E, m, d)``, ``a`` ``(R, E, m)``,
+    ``ratio`` ``||W||_2 / ||W||_F``, ``s2_sq`` ``sigma_2(W)^2`` (``= ||W||_F^2 - ||W||_2^2`` for
+    ``m = 2``), ``align`` ``|<u_1(W), a / ||a||>|``, ``qmin`` the smallest margin
+    ``min_i y_i f(x_i)``; ``R0`` ``(E,)`` the initial logistic risk of every member."""
+
+    steps: np.ndarray
+    theta: torch.Tensor
+    W: torch.Tensor
+    a: torch.Tensor
+    ratio: torch.Tensor
+    s2_sq: torch.Tensor
+    align: torch.Tensor
+    qmin: torch.Tensor
+    R0: torch.Tensor
+
+    def sign_changes(self, member: int, start: int = 0) -> int:
+        """How many weight signs of ``member`` change between consecutive records from record
+        ``start`` on (with ``record_every=1``: at any step; Assumption 1's monitor)."""
+        th = self.theta[start:, member]
+        return int((torch.sign(th[1:]) != torch.sign(th[:-1])).sum())
+
+
+def train_width2_batch(nets: list[nn.Module], X: torch.Tensor, y: torch.Tensor, *,
+                       lr: torch.Tensor, steps: int, record_every: int = 1) -> Width2Runs:
+    """Gradient descent on ``log R`` (:func:`log_risk`: loss-scaled gradient descent on the
+    logistic risk, a time change of gradient flow) for every network of ``nets`` at once, each
+    on its own data set (``X`` ``(E, n, d)``, ``y`` ``(E, n)``) with its own step (``lr``
+    ``(E,)``); weights and smallest margins are recorded every ``record_every`` steps (every
+    step by default, so that :meth:`Width2Runs.sign_changes` sees every step). The networks are
+    two-layer bias-free :class:`~implicit_bias.models.MLP` s with a scalar output."""
+    ens = Ensemble.from_models(list(nets))
+    keys = ("layers.0.weight", "layers.1.weight")
+    m, d = ens.params[keys[0]].shape[1:]
+    flat = lambda e: torch.cat([e.params[k].flatten(1) for k in keys], 1)
+    qmin = lambda e: (y * e(X, batched_inputs=True).squeeze(-1)).min(-1).values
+    hist = train_ensemble(ens, X, y, loss=log_risk, lr=lr, steps=steps, batched_data=True,
+                          record_every=record_every, metrics={"theta": flat, "qmin": qmin},
+                          progress=False)
+    theta = hist.stacked("theta").double()
+    W, a = theta[..., : m * d].reshape(*theta.shape[:2], m, d), theta[..., m * d:]
+    s = spectra.singular_values(W)
+    return Width2Runs(steps=np.array(hist.record_steps), theta=theta, W=W, a=a,
+                      ratio=s[..., 0] / s.norm(dim=-1), s2_sq=s[..., 1] ** 2,
+                      align=spectra.alignment(W, a[..., None, :]),
+                      qmin=hist.stacked("qmin").double(), R0=hist.loss.double()[:, 0].exp())
 
 
 @dataclass
