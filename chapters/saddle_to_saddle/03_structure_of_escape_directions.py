@@ -85,6 +85,7 @@ from implicit_bias import data, models, plotting, spectra
 from implicit_bias.chapter import start_chapter
 from implicit_bias.claims import Ledger
 from implicit_bias.saddle_to_saddle import bounds, escape, lifting, structure, training
+from implicit_bias.saddle_to_saddle import depths as sd
 from implicit_bias.saddle_to_saddle import example1 as ex
 from implicit_bias.saddle_to_saddle import localized as lo
 
@@ -189,42 +190,12 @@ glue("sts3-ex1-width", P["ex1_width"], display=False)
 
 
 def solve_depths(X, G, depths, width, restarts, steps, warm: bool, **kw):
-    """Best escape direction per depth (cold restarts), plus warm starts from the lifted optimum of
-    the previous depth; returns per-depth results."""
-    out, previous = {}, None
-    for L in depths:
-        res = escape.solve_escape(X, G, depth=L, widths=width, restarts=restarts, steps=steps, generator=gen, **kw)
-        i = res.best()
-        row = dict(result=res, best=res.network(i), speed=float(res.speed[i]), speeds=res.speed,
-                   structure=structure.layer_structure(res.network(i), X), source="cold")
-        row.update(cold_speed=row["speed"], cold_structure=row["structure"])
-        if warm and previous is not None:
-            lifted = lifting.lift(previous, X, G, L - len(previous))
-            init = [W.unsqueeze(0).expand(P["warm_restarts"], -1, -1).clone() for W in lifted]
-            warm_res = escape.solve_escape(X, G, depth=L, widths=[lifted[0].shape[0]] * P["warm_restarts"], init=init,
-                                           jitter=1e-3, steps=steps, generator=gen, **kw)
-            row["lifted_speed"] = float(lo.speed(lifted, X, G))
-            row["warm_speed"] = float(warm_res.speed.max())
-            if row["warm_speed"] > row["speed"]:
-                j = warm_res.best()
-                row.update(best=warm_res.network(j, trim=False), speed=row["warm_speed"], source="warm",
-                           structure=structure.layer_structure(warm_res.network(j, trim=False), X))
-            if row["lifted_speed"] > row["speed"]:             # re-optimising lost ground: keep the lift
-                on_sphere = lo.to_sphere(lifted)
-                row.update(best=on_sphere, speed=float(lo.speed(on_sphere, X, G)), source="lift",
-                           structure=structure.layer_structure(on_sphere, X))
-        out[L] = row
-        previous = row["best"]
-    return out
+    """`depths.optima_over_depths` with this page's generator and warm restarts."""
+    return sd.optima_over_depths(X, G, depths, width=width, restarts=restarts, steps=steps,
+                                 warm_restarts=P["warm_restarts"], warm=warm, generator=gen, **kw)
 
 
-def cold_depths(rows: dict, depths: list[int], rtol: float = 2e-3) -> list[int]:
-    """Depths at which the best cold restart (random start: no warm start, no lift) is within a
-    relative rtol of the best speed found. Only there does the structure of an optimum come from the
-    solver: the lifted network's added layers are rank one and linear by construction."""
-    return [L for L in depths if rows[L]["speed"] - rows[L]["cold_speed"] <= rtol * rows[L]["speed"]]
-
-
+cold_depths = sd.cold_depths
 COLD_ORIGIN = ("after-seeds: threshold {} as before; restated after a review on the cold restarts within 0.2% of "
                "the best speed (lifted optima have the structure by construction), 0.2% chosen after a prototype "
                "on seeds 0-1")
