@@ -27,10 +27,13 @@
 # ```{admonition} What to take away
 # - The optima have the structure the paper describes, more sharply than its bounds: on Example 1
 #   only the first layer is rank two and every later layer is exactly rank one, and from the third
-#   layer on the ReLU acts as the identity; on digits every layer is rank one at every depth tried.
+#   layer on the ReLU acts as the identity; on digits every layer is rank one. (Read on optima that
+#   the solver finds from random starts; the lifted networks of Proposition 3.2 have this
+#   structure by construction and are not counted.)
 # - Where more than one path is needed ({glue:text}`sts3-gon-n` points with alternating
 #   gradients), the first layer is high-rank and every later layer is rank one: the tail energy
-#   collapses after one layer instead of decaying like the theorem's $\ell^{-1/2}$.
+#   collapses after one layer instead of decaying like the theorem's $\ell^{-1/2}$ (at the depths,
+#   {glue:text}`sts3-gon-cold`, where the solver reaches the optimum from random starts).
 # - The optimal speed does not decrease with depth (strictly increasing from depth 2 to 3 on
 #   Example 1), and it is flat from then on, as Section 5's second conjecture expects.
 # - Theorem 3.1's bound is **vacuous** on Example 1 and on digits: it provably says nothing below
@@ -82,6 +85,7 @@ from implicit_bias import data, models, plotting, spectra
 from implicit_bias.chapter import start_chapter
 from implicit_bias.claims import Ledger
 from implicit_bias.saddle_to_saddle import bounds, escape, lifting, structure, training
+from implicit_bias.saddle_to_saddle import depths as sd
 from implicit_bias.saddle_to_saddle import example1 as ex
 from implicit_bias.saddle_to_saddle import localized as lo
 
@@ -186,41 +190,22 @@ glue("sts3-ex1-width", P["ex1_width"], display=False)
 
 
 def solve_depths(X, G, depths, width, restarts, steps, warm: bool, **kw):
-    """Best escape direction per depth (cold restarts), plus warm starts from the lifted optimum of
-    the previous depth; returns per-depth results."""
-    out, previous = {}, None
-    for L in depths:
-        res = escape.solve_escape(X, G, depth=L, widths=width, restarts=restarts, steps=steps, generator=gen, **kw)
-        i = res.best()
-        row = dict(result=res, best=res.network(i), speed=float(res.speed[i]), speeds=res.speed,
-                   structure=structure.layer_structure(res.network(i), X))
-        if warm and previous is not None:
-            lifted = lifting.lift(previous, X, G, L - len(previous))
-            init = [W.unsqueeze(0).expand(P["warm_restarts"], -1, -1).clone() for W in lifted]
-            warm_res = escape.solve_escape(X, G, depth=L, widths=[lifted[0].shape[0]] * P["warm_restarts"], init=init,
-                                           jitter=1e-3, steps=steps, generator=gen, **kw)
-            row["lifted_speed"] = float(lo.speed(lifted, X, G))
-            row["warm_speed"] = float(warm_res.speed.max())
-            if row["warm_speed"] > row["speed"]:
-                j = warm_res.best()
-                row.update(best=warm_res.network(j, trim=False), speed=row["warm_speed"],
-                           structure=structure.layer_structure(warm_res.network(j, trim=False), X))
-            if row["lifted_speed"] > row["speed"]:             # re-optimising lost ground: keep the lift
-                on_sphere = lo.to_sphere(lifted)
-                row.update(best=on_sphere, speed=float(lo.speed(on_sphere, X, G)),
-                           structure=structure.layer_structure(on_sphere, X))
-        out[L] = row
-        previous = row["best"]
-    return out
+    """`depths.optima_over_depths` with this page's generator and warm restarts."""
+    return sd.optima_over_depths(X, G, depths, width=width, restarts=restarts, steps=steps,
+                                 warm_restarts=P["warm_restarts"], warm=warm, generator=gen, **kw)
 
 
+cold_depths = sd.cold_depths
+COLD_ORIGIN = ("after-seeds: threshold {} as before; restated after a review on the cold restarts within 0.2% of "
+               "the best speed (lifted optima have the structure by construction), 0.2% chosen after a prototype "
+               "on seeds 0-1")
 ex1 = solve_depths(X1, G1, P["ex1_depths"], P["ex1_width"], P["ex1_restarts"], P["ex1_steps"], warm=True,
                    lr=0.3, lr_final=1e-3)
 for L, row in ex1.items():
     st = row["structure"]
     extra = (f"; lifted from the previous depth: {row['lifted_speed']:.6f}, re-optimised {row['warm_speed']:.6f}"
              if "warm_speed" in row else "")
-    print(f"L = {L}: s* ~ {row['speed']:.6f}{extra}\n   tau(W_l) {[round(float(v), 4) for v in st.tau_W]}  "
+    print(f"L = {L}: s* ~ {row['speed']:.6f} ({row['source']}; best cold restart {row['cold_speed']:.6f}){extra}\n   tau(W_l) {[round(float(v), 4) for v in st.tau_W]}  "
           f"nu_l {[round(float(v), 4) for v in st.nu]}")
 
 # %% [markdown]
@@ -237,20 +222,34 @@ for L, row in ex1.items():
 # the second conjecture of Section 5. Re-optimised warm starts from the lifted network end where
 # the cold restarts do (to about $10^{-4}$), and the lift of the depth-2 optimum is a one-neuron
 # network that re-optimisation does not leave (it stays at $\sqrt2-1$).
+#
+# **What is measured, and what is built.** Where the lift of the previous depth's optimum is the
+# best network found (here at depths {glue:text}`sts3-lifted1`), its added layers are rank one and
+# linear *by construction* (Proposition 3.2), so reading the structure there would test nothing.
+# The structure claims below therefore read the best **cold** restart (random start, no lift), at
+# the depths where it reaches the best speed to within 0.2% (here {glue:text}`sts3-cold1`): its
+# rank-one, linear tail is found by the solver, not built in.
 
 # %%
 depths1 = list(P["ex1_depths"])
 s_ex1 = np.array([ex1[L]["speed"] for L in depths1])
 deep1 = [L for L in depths1 if L >= 3]
-first_tau = min(float(ex1[L]["structure"].tau_W[0]) for L in deep1)
-later_tau = max(float(ex1[L]["structure"].tau_W[1:].max()) for L in deep1)
-later_nu = max(float(ex1[L]["structure"].nu[2:].max()) if L > 3 else 0.0 for L in deep1)
+# the structure claims read the best *cold* restart, at the depths where it reaches the best speed:
+# where the lift of the previous depth wins, its added layers are rank one and linear by construction
+cold1 = cold_depths(ex1, deep1)
+cold1_lin = [L for L in cold1 if L >= 4]                 # nu_l for l >= 3 needs a third hidden layer
+cst = {L: ex1[L]["cold_structure"] for L in cold1}
+first_tau = min(float(cst[L].tau_W[0]) for L in cold1)
+later_tau = max(float(cst[L].tau_W[1:].max()) for L in cold1)
+later_nu = max((float(cst[L].nu[2:].max()) for L in cold1_lin), default=float("nan"))
 plateau = float(s_ex1[depths1.index(3):].max() - s_ex1[depths1.index(3):].min())
 # s_2/s_1 of W_l times l^(1/4), for l >= 2: at most 1 when s_1 is at least l^(1/4) times s_2
-ratio_l14 = max(float((ex1[L]["structure"].ratio_W[1:] * torch.arange(2, L + 1, dtype=D).pow(0.25)).max())
-                for L in deep1)
+ratio_l14 = max(float((cst[L].ratio_W[1:] * torch.arange(2, L + 1, dtype=D).pow(0.25)).max()) for L in cold1)
+lifted1 = [L for L in deep1 if ex1[L]["source"] == "lift"]
 glue("sts3-first-tau", f"{first_tau:.3f}", display=False)
 glue("sts3-later-tau", f"{later_tau:.0e}", display=False)
+glue("sts3-cold1", ", ".join(str(L) for L in cold1), display=False)
+glue("sts3-lifted1", ", ".join(str(L) for L in lifted1) if lifted1 else "none", display=False)
 ledger.close("ex1-depth2", "Prop. 3.2 (Example 1)", "the best depth-2 speed is sqrt(2) - 1 (derived: one neuron is "
              "optimal at depth 2)", "-", s_ex1[0], ex.RANK_ONE_SPEED, atol=1e-3, fmt=".6f", items="prop32",
              bearing="control", origin="theory: s*(2) = sqrt(2) - 1; 1e-3 for the solver")
@@ -260,18 +259,24 @@ ledger.above("prop32-strict", "Prop. 3.2, Example 1", "the optimal speed increas
 ledger.below("conj2-plateau", "Sec. 5 (2)", f"on Example 1 the optimal speed is flat from depth 3 to {depths1[-1]} "
              "(max - min of the best speeds)", "s* plateaus after some depth (conjecture)", plateau, 2e-3,
              fmt=".1e", items="conj2", bearing="supports", origin="prior")
-ledger.above("ex1-first-rank-two", "Example 1, Sec. 5 (2)", "at every depth >= 3 the first layer of the optimum is "
-             "rank two (smallest tau(W_1); two equal singular values give 0.5)", "a high-rank first layer",
-             first_tau, 0.4, fmt=".3f", items=["ex1", "conj2"], bearing="supports", origin="prior")
-ledger.below("ex1-half-bottleneck", "Thm. 3.1, Sec. 5 (2)", "... and every later layer is rank one (largest "
-             "tau(W_l), l >= 2, over the depths)", "deep layers nearly rank one", later_tau, 1e-3, fmt=".1e",
-             items=["thm31", "conj2"], bearing="supports", origin="prior")
-ledger.below("ex1-linear-deep", "Thm. 3.1", "from the third layer on the ReLU is the identity (largest nu_l, l >= 3)",
-             "deeper layers nearly linear", later_nu, 1e-3, fmt=".1e", items="thm31", bearing="supports",
-             origin="prior")
+ledger.above("ex1-first-rank-two", "Example 1, Sec. 5 (2)", "at every depth >= 3 where a cold restart reaches the "
+             "best speed, the first layer of its optimum is rank two (smallest tau(W_1); two equal singular values "
+             "give 0.5)", "a high-rank first layer", first_tau, 0.4, fmt=".3f", items=["ex1", "conj2"],
+             bearing="supports", origin="prior")
+ledger.holds("ex1-half-bottleneck", "Thm. 3.1, Sec. 5 (2)", "... and every later layer is rank one (largest "
+             "tau(W_l), l >= 2, over the cold-restart optima; depths used, at least 2)", "deep layers nearly rank one",
+             f"{later_tau:.1e}; {len(cold1)} of {len(deep1)}", later_tau < 1e-3 and len(cold1) >= 2,
+             tolerance="< 1e-3; >= 2", items=["thm31", "conj2"], bearing="supports", value=later_tau, hi=1e-3,
+             origin=COLD_ORIGIN.format("1e-3"))
+ledger.holds("ex1-linear-deep", "Thm. 3.1", "from the third layer on the ReLU is the identity (largest nu_l, l >= 3, "
+             "over the cold-restart optima of depth >= 4; depths used, at least 1)", "deeper layers nearly linear",
+             f"{later_nu:.1e}; {len(cold1_lin)}", len(cold1_lin) >= 1 and later_nu < 1e-3, tolerance="< 1e-3; >= 1",
+             items="thm31", bearing="supports", value=later_nu, hi=1e-3,
+             origin=COLD_ORIGIN.format("1e-3"))
 ledger.below("abstract-l14", "Abstract, Sec. 1.3", "on Example 1, s_1 of every layer l >= 2 is more than l^(1/4) "
-             "times s_2 (largest l^(1/4) s_2/s_1 over layers and depths)", "s_1 >= l^(1/4) s_2 up to a constant",
-             ratio_l14, 1.0, fmt=".1e", items="abstract-l14", bearing="supports", origin="paper")
+             "times s_2 (largest l^(1/4) s_2/s_1 over layers and the cold-restart optima)",
+             "s_1 >= l^(1/4) s_2 up to a constant", ratio_l14, 1.0, fmt=".1e", items="abstract-l14",
+             bearing="supports", origin="paper")
 
 # %% [markdown]
 # ## Digits across depths
@@ -287,7 +292,9 @@ ledger.below("abstract-l14", "Abstract, Sec. 1.3", "on Example 1, s_1 of every l
 # best against the best speed at the same depth is {glue:text}`sts3-cold-short` (at depth
 # {glue:text}`sts3-cold-depth`), a local optimum of the solver. Proposition 3.2 is about the true
 # optima, which the lifted warm starts track; the shortfall measures the solver, not the
-# proposition.
+# proposition. As for Example 1, the claim that every layer is rank one reads the cold restarts
+# that reach the best speed to within 0.2% (depths {glue:text}`sts3-cold2`), not the lifted
+# networks.
 
 # %%
 digits = data.digits(seed=seed, dtype=D)
@@ -305,7 +312,12 @@ for L in depths2:
     st = dig[L]["structure"]
     print(f"L = {L}: s* ~ {dig[L]['speed']:.6f}; largest tau(W_l) {float(st.tau_W.max()):.1e}, "
           f"tau(Z_l) {float(st.tau_Z.max()):.1e}; nu_l {[round(float(v), 4) for v in st.nu]}")
-dig_tau = max(max(float(dig[L]["structure"].tau_W.max()), float(dig[L]["structure"].tau_Z.max())) for L in depths2)
+cold2 = cold_depths(dig, depths2)
+dig_tau = max((max(float(dig[L]["cold_structure"].tau_W.max()), float(dig[L]["cold_structure"].tau_Z.max()))
+               for L in cold2), default=float("nan"))
+glue("sts3-cold2", ", ".join(str(L) for L in cold2), display=False)
+print(f"digits: cold restarts within 0.2% of the best speed at depths {cold2}; sources "
+      f"{[dig[L]['source'] for L in depths2]}")
 spread_dig = float((s_dig.max() - s_dig.min()) / s_dig.min())
 cold = np.array([float(dig[L]["speeds"].max()) for L in depths2])
 short = (s_dig - cold) / s_dig
@@ -314,9 +326,12 @@ glue("sts3-cold-depth", depths2[i_short], display=False)
 glue("sts3-cold-short", f"{100 * short[i_short]:.1f}%", display=False)
 unit = np.array([lo.unit_sphere_speed(s, L) for s, L in zip(s_dig, depths2)])
 glue("sts3-dig-tau", f"{dig_tau:.0e}", display=False)
-ledger.below("digits-rank-one", "Thm. 3.1", f"on digits every layer of the optimum is rank one at every depth "
-             f"{depths2[0]}-{depths2[-1]} (largest tau of W_l and Z_l)", "deep layers nearly rank one", dig_tau, 1e-3,
-             fmt=".1e", items="thm31", bearing="supports", origin="prior")
+ledger.holds("digits-rank-one", "Thm. 3.1", f"on digits every layer of the optimum is rank one (largest tau of W_l "
+             "and Z_l over the cold-restart optima that reach the best speed; depths used, at least 2)",
+             "deep layers nearly rank one", f"{dig_tau:.1e}; {len(cold2)} of {len(depths2)}",
+             dig_tau < 1e-3 and len(cold2) >= 2, tolerance="< 1e-3; >= 2", items="thm31", bearing="supports",
+             value=dig_tau, hi=1e-3,
+             origin=COLD_ORIGIN.format("1e-3"))
 ledger.below("digits-plateau", "Sec. 5 (2)", f"on digits no depth up to {depths2[-1]} escapes faster than depth "
              f"{depths2[0]}: the best speeds agree within 2% (relative spread)", "s* plateaus after some depth "
              "(conjecture)", spread_dig, 0.02, fmt=".1e", items="conj2", bearing="supports",
@@ -465,13 +480,20 @@ ledger.above("thm31-control", "Thm. 3.1, negative control", "a random point of t
 # vacuous constant). Result: the optimal speed rises from depth 2 ({glue:text}`sts3-gon-s2`) to
 # depth 3 ({glue:text}`sts3-gon-s3`) and is then flat (largest spread from depth 3 on
 # {glue:text}`sts3-gon-spread`); the first layer is high-rank ($\tau(W_1)\ge$
-# {glue:text}`sts3-gon-first`) and **every later layer is rank one** (largest
-# $\tau(W_\ell)$, $\ell\ge2$: {glue:text}`sts3-gon-later`, the solver's accuracy). So the decay is a step after the
-# first layer, not a power law: the log-log slope between layers 1 and 2,
-# $\log(\tau(W_2)/\tau(W_1))/\log2$, is at most {glue:text}`sts3-gon-slope` (with $\tau$
-# floored at $10^{-6}$, the solver's accuracy), against the theorem's $-1/2$. The optima satisfy the bound's rate with
-# an enormous margin; what limits the rank is not the slow $\ell^{-1/2}$ decay that the proof
-# gives but an exact collapse to rank one, the structure of Section 5's second conjecture.
+# {glue:text}`sts3-gon-first`) and **every later layer is rank one** in the optima that the
+# solver finds from random starts (largest $\tau(W_\ell)$, $\ell\ge2$: {glue:text}`sts3-gon-later`,
+# the solver's accuracy, at depths {glue:text}`sts3-gon-cold`, where a cold restart reaches the
+# best speed to within 0.2%). Deeper, the cold restarts reach at most
+# {glue:text}`sts3-gon-cold-deep` of the best speed (from a random start a deep network's
+# $\mathcal L_0$ is nearly flat), and the best network is the lift of a shallower optimum,
+# re-optimised: rank one after the first layer largely by construction, so those depths are not
+# evidence. So the decay is a step after the first layer, not a power law: the log-log slope
+# between layers 1 and 2, $\log(\tau(W_2)/\tau(W_1))/\log2$, is at most
+# {glue:text}`sts3-gon-slope` (with $\tau$ floored at $10^{-6}$, the solver's accuracy), against
+# the theorem's $-1/2$. The optima satisfy the bound's rate with an enormous margin; what limits
+# the rank is not the slow $\ell^{-1/2}$ decay that the proof gives but an exact collapse to rank
+# one, the structure of Section 5's second conjecture, seen here at depths up to
+# {glue:text}`sts3-gon-cold` only.
 
 # %%
 gon_t = 2 * math.pi * torch.arange(1, P["gon_n"] + 1, dtype=D) / P["gon_n"]
@@ -483,29 +505,40 @@ gdepths = list(P["gon_depths"])
 s_gon = np.array([gon[L]["speed"] for L in gdepths])
 deep_g = [L for L in gdepths if L >= 3]
 gon_first = min(float(gon[L]["structure"].tau_W[0]) for L in deep_g)
-gon_later = max(float(gon[L]["structure"].tau_W[1:].max()) for L in deep_g)
 gon_spread = float(max(gon[L]["speed"] for L in deep_g) - min(gon[L]["speed"] for L in deep_g))
-gon_slope = max(math.log(max(float(gon[L]["structure"].tau_W[1]), 1e-6) / float(gon[L]["structure"].tau_W[0]))
-                / math.log(2) for L in deep_g)
+# rank and rate read on the cold restarts that reach the best speed (not on lifted networks)
+cold_g = cold_depths(gon, deep_g)
+gst = {L: gon[L]["cold_structure"] for L in cold_g}
+gon_later = max((float(gst[L].tau_W[1:].max()) for L in cold_g), default=float("nan"))
+gon_slope = max((math.log(max(float(gst[L].tau_W[1]), 1e-6) / float(gst[L].tau_W[0])) / math.log(2) for L in cold_g),
+                default=float("nan"))
+gon_cold_deep = max(float(gon[L]["cold_speed"]) / gon[L]["speed"] for L in deep_g if L >= 6)
 for L in gdepths:
     st = gon[L]["structure"]
     print(f"{P['gon_n']}-gon, L = {L}: s* ~ {gon[L]['speed']:.6f}; tau(W_l) {[f'{float(v):.1e}' for v in st.tau_W]}; "
-          f"s2/s1 {[round(float(v), 3) for v in st.ratio_W]}")
+          f"s2/s1 {[round(float(v), 3) for v in st.ratio_W]}; {gon[L]['source']}, best cold restart "
+          f"{gon[L]['cold_speed']:.6f}")
 for key, val in {"gon-n": P["gon_n"], "gon-depths": "{" + ", ".join(str(v) for v in gdepths) + "}",
                  "gon-restarts": P["gon_restarts"], "gon-s2": f"{s_gon[0]:.4f}", "gon-s3": f"{s_gon[1]:.4f}",
                  "gon-spread": f"{gon_spread:.0e}", "gon-first": f"{gon_first:.2f}", "gon-later": f"{gon_later:.0e}",
-                 "gon-slope": f"{gon_slope:.0f}"}.items():
+                 "gon-slope": f"{gon_slope:.0f}", "gon-cold": ", ".join(str(L) for L in cold_g),
+                 "gon-cold-deep": f"{gon_cold_deep:.2f}"}.items():
     glue(f"sts3-{key}", val, display=False)
 ledger.above("gon-first-high-rank", "Thm. 3.1 (setting)", f"on {P['gon_n']} alternating points the optimum needs more "
              "than one path: its first layer is high-rank at every depth >= 3 (smallest tau(W_1))",
              "-", gon_first, 0.1, fmt=".2f", items="thm31", bearing="control", origin="prior")
-ledger.below("gon-rate", "Thm. 3.1", f"... and the tail energy collapses after it: the log-log slope "
-             f"log(tau(W_2)/tau(W_1))/log 2 is far below the theorem's -1/2 at every depth {deep_g[0]}-{deep_g[-1]} "
-             "(largest slope; tau floored at 1e-6, the solver's accuracy)", "tau(W_l) = O(l^(-1/2))", gon_slope, -2.0, fmt=".1f",
-             items="thm31", bearing="qualifies", origin="prior: -2, four times the theorem's rate")
-ledger.below("gon-rank-one", "Sec. 5 (2)", f"every layer after the first is rank one at depths {deep_g[0]}-{deep_g[-1]} "
-             "(largest tau(W_l), l >= 2)", "finitely many high-rank layers, then rank one (conjecture)", gon_later,
-             1e-3, fmt=".1e", items="conj2", bearing="supports", origin="prior: the page's 'rank one'")
+ledger.holds("gon-rate", "Thm. 3.1", "... and the tail energy collapses after it: the log-log slope "
+             "log(tau(W_2)/tau(W_1))/log 2 is far below the theorem's -1/2 (largest slope over the cold-restart optima "
+             "that reach the best speed; tau floored at 1e-6, the solver's accuracy; depths used, at least 2)",
+             "tau(W_l) = O(l^(-1/2))", f"{gon_slope:.1f}; {len(cold_g)}", gon_slope < -2.0 and len(cold_g) >= 2,
+             tolerance="< -2; >= 2", items="thm31", bearing="qualifies", value=gon_slope, hi=-2.0,
+             origin=COLD_ORIGIN.format("-2 (four times the theorem's rate)"))
+ledger.holds("gon-rank-one", "Sec. 5 (2)", "every layer after the first is rank one (largest tau(W_l), l >= 2, over the "
+             "cold-restart optima that reach the best speed; depths used, at least 2)",
+             "finitely many high-rank layers, then rank one (conjecture)", f"{gon_later:.1e}; {len(cold_g)}",
+             gon_later < 1e-3 and len(cold_g) >= 2, tolerance="< 1e-3; >= 2", items="conj2", bearing="supports",
+             value=gon_later, hi=1e-3,
+             origin=COLD_ORIGIN.format("1e-3"))
 
 # %% [markdown]
 # ## Proposition 3.3: nearly rank-one non-negative inputs

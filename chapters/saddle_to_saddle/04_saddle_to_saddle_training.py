@@ -26,7 +26,9 @@
 # :::{important}
 # **Scaled down (profile `ci`).** scikit-learn's 8x8 digits (1797 images, standardised with one
 # scalar mean and deviation as the paper does for MNIST) instead of MNIST; width 64 instead of
-# 1000, with the paper's rule for the initial scale (standard deviation 1/width); {glue:text}`sts4-steps` SGD steps
+# 1000, with initial standard deviation 1/width (the paper's 1/1000 at width 1000; at width 64
+# each layer's gain $\sigma_0\sqrt w$ is 1/8 instead of the paper's 1/32, so the start is larger
+# relative to the network than the paper's); {glue:text}`sts4-steps` SGD steps
 # of batch 32 instead of 1000 epochs (about 1.9 million steps); and a step ten times the paper's
 # in the time-changed units of Section 2.1 (below), so that the first escape happens within the
 # budget ({doc}`06_first_escape_and_initial_scale` shows what this step does to smaller starts).
@@ -45,7 +47,8 @@
 # - **Depth matters, also at a matched output scale.** At the same entry scale depth-4 networks
 #   start with much larger outputs and leave the origin at once; started from the scale that
 #   matches depth 6's initial output norm they rarely have a plateau at the origin, while every
-#   depth-6 run has one. From an even smaller start more depth-4 runs show a plateau.
+#   depth-6 run has one; their loss still falls in sudden drops, nearly as staircase-like as at
+#   depth 6. From an even smaller start more depth-4 runs show a plateau.
 # - **Not settled here.** The second escape and the second singular value that comes with it
 #   (Figure 1(c)) happen in some runs within the budget and not in others, and whether the
 #   paper's step would leave the second plateau as these runs do needs the `full` profile.
@@ -227,6 +230,7 @@ levels6 = [row["origin_level"] for row in rows6]
 deep_at = np.array([row["deep_at"] for row in rows6])
 w1_at = np.array([row["w1_at"] for row in rows6])
 merged = int(np.sum(~(deep_at <= 0.3)))
+frac_deeper = float(np.mean(w1_at > deep_at))          # NaN (no escape) counts as not deeper
 levels_at = [row["loss_at"] for row in rows6 if row["escape"] is not None]
 for key, val in {"origin-min": f"{min(origin6):.2f}", "origin-max": f"{max(origin6):.2f}",
                  "level-lo": f"{min(levels_at):.2f}", "level-hi": f"{max(levels_at):.2f}",
@@ -240,17 +244,20 @@ ledger.above("origin-plateau", "Fig. 1(a)", "every depth-6 run sits on a plateau
              min(origin6), 0.1, fmt=".2f", items="fig1", bearing="supports", proxy=True, vtol=0.12,
              origin="after-seeds: pilots on seeds 0-4 gave 0.23 or more")
 ledger.below("origin-level", "Fig. 1(a)", "... at the initial loss log 10 (largest relative gap of a plateau's level "
-             "to log 10)", "the saddle at the origin", level_dev, 0.01, fmt=".1e", items="fig1", bearing="supports",
-             proxy=True, origin="prior")
+             "to log 10; a plateau from step 0 of outputs of order 1e-5 sits there by construction: a check of the "
+             "detector)", "the saddle at the origin", level_dev, 0.01, fmt=".1e", items="fig1", bearing="control",
+             origin="prior")
 ledger.below("rank-one-escape", "Fig. 1(b)", "after the first escape one singular value dominates the deep layers "
              "(median over runs of the mean s2/s1 of W_4..W_6)", "a single dominant singular value in every layer",
              np.nanmedian(deep_at), 0.3, fmt=".2f", items=["fig1", "fig3"], bearing="supports", proxy=True, vtol=0.06,
              origin="after-seeds: pilots on seeds 0-4 gave about 0.15; random matrices about 0.95")
-ledger.above("deeper-more-rank-one", "Fig. 1(b), Fig. 3", "... more than in the first layer (median over runs of "
-             "s2/s1(W_1) minus the mean over W_4..W_6)", "particularly pronounced in layers 4-6",
-             np.nanmedian(w1_at - deep_at), 0.1, fmt=".2f", items=["fig1", "fig3"], bearing="supports", proxy=True,
-             vtol=0.2,
-             origin="after-seeds: pilots on seeds 0-4 gave 0.2-0.3")
+ledger.holds("deeper-more-rank-one", "Fig. 1(b), Fig. 3", "... more than in the first layer: in most runs s2/s1(W_1) "
+             "exceeds the mean over W_4..W_6 (share of runs; their median difference)",
+             "particularly pronounced in layers 4-6", f"{frac_deeper:.2f}; {np.nanmedian(w1_at - deep_at):.2f}",
+             frac_deeper >= 0.75, tolerance="share >= 0.75", items=["fig1", "fig3"], bearing="supports", proxy=True,
+             value=frac_deeper, lo=0.75, vtol=0.25,
+             origin="after-seeds: first the median difference > 0.1 (pilots 0.2-0.3; margin 1.4 over seeds 0-4); "
+             "restated as a share of runs after a review")
 large_saddles = sum(row["found"].n_saddles for row in rowsL)
 large_origin = max(row["origin_len"] for row in rowsL)
 large_deep = min(row["deep_end"] for row in rowsL)
@@ -323,8 +330,8 @@ ledger.holds("conj3-stays-rank-one", "Sec. 5 (3)", "on the second plateau the de
 # ({glue:text}`sts4-n-branch` of them), we continue training for the same time $s$ of Section 2.1
 # in two ways: {glue:text}`sts4-branch` steps at this step, and ten times as many at the paper's
 # step. Over the same $s$-time the imbalance drifts {glue:text}`sts4-drift-ratio` times less at
-# the paper's step (median over the runs), as the $\eta^2$ per step predicts (ten times fewer
-# $s$-units per step); the loss moves by at most {glue:text}`sts4-branch-move` in either branch,
+# the paper's step (median over the runs), more than the factor 10 that the $\eta^2$ per step
+# alone predicts (ten times fewer $s$-units per step); the loss moves by at most {glue:text}`sts4-branch-move` in either branch,
 # and the largest mean $s_2/s_1$ of layers 4-6 is {glue:text}`sts4-branch-big` at ten times the
 # paper's step and {glue:text}`sts4-branch-small` at the paper's. So over this window the step
 # size does not decide whether a run leaves the second plateau; why the runs at ten times the
@@ -363,13 +370,14 @@ for key, val in {"drift-lo": f"{float(drift6.min()):.1f}", "drift-hi": f"{float(
                  "branch-move": f"{max(branch['big']['move'], branch['small']['move']):.2f}",
                  "branch-big": f"{branch['big']['deep']:.2f}", "branch-small": f"{branch['small']['deep']:.2f}"}.items():
     glue(f"sts4-{key}", val, display=False)
-ledger.above("weak-balance-broken", "Sec. 5 (3)", "at ten times the paper's step, weak balancedness is not maintained: "
+ledger.above("weak-balance-broken", "Sec. 5 (3), setting", "at ten times the paper's step, weak balancedness is not maintained: "
              "the per-neuron imbalance changes by more than the mean squared neuron norm (median over runs of the "
              "largest change, relative)", "weak balancedness (conserved by gradient flow)", float(drift6.median()), 1.0,
-             fmt=".2f", items="conj3", bearing="qualifies", proxy=True, origin="prior", vtol=5.0)
+             fmt=".2f", items="conj3", bearing="control", origin="prior", vtol=5.0)
 ledger.above("balance-step-control", "Sec. 5 (3), control", "over the same s-time on the second plateau the imbalance "
              "drifts several times less at the paper's step (median ratio 10x step / paper's step)", "O(eta^2) per step",
-             drift_ratio, 3.0, fmt=".1f", items="conj3", bearing="control", origin="theory: 10 from eta^2 per step",
+             drift_ratio, 3.0, fmt=".1f", items="conj3", bearing="control",
+             origin="prior: 3, below the 10 that eta^2 per step alone predicts",
              vtol=15.0)
 
 # %% [markdown]
@@ -396,9 +404,11 @@ ledger.above("balance-step-control", "Sec. 5 (3), control", "over the same s-tim
 # matched, few do** ({glue:text}`sts4-d4m-sad` of the runs; the others leave the origin within
 # {glue:text}`sts4-d4m-leave` steps). The staircase shares (medians) are
 # {glue:text}`sts4-share6` at depth 6 and {glue:text}`sts4-share4` at depth 4 (entry scale 1,
-# matched, a third). From a third of the matched scale, {glue:text}`sts4-d4s-text` So depth
-# matters at matched output scale, as the paper says, but depth 4 is not incapable of plateaus:
-# a smaller start gives it some.
+# matched, a third): at the matched scale depth 4's loss also falls mostly in sudden drops, so
+# the difference in the staircase share is small; what depth 4 lacks is the long plateau at the
+# origin. From a third of the matched scale, {glue:text}`sts4-d4s-text` So depth matters for the
+# plateau at the origin at matched output scale, as the paper says, but depth 4 is not incapable
+# of plateaus: a smaller start gives it some, and its later drops are as sudden.
 
 # %%
 def origin_saddle(result: training.RunResult, r: int) -> float:
@@ -454,8 +464,9 @@ ledger.holds("depth-matched-output", "Sec. 5, Fig. 4", "with depth 4's initial o
              origin="after-seeds: first 'none at depth 4' (seed 0); seeds 1 and 2 had one depth-4 run of four with "
              "one")
 ledger.above("depth-staircase", "Sec. 5, Fig. 4", "depth 6 is more staircase-like than depth 4 at the matched output "
-             "scale (median staircase share, depth 6 minus depth 4)", "plateaus more distinct at depth 6",
-             med(share6) - med(share4[1]), 0.0, fmt=".2f", items=["sec5-depth", "fig4"], bearing="supports", proxy=True,
+             "scale, but only slightly: both lose most of their loss in sudden drops (median staircase share, depth 6 "
+             "minus depth 4)", "plateaus more distinct at depth 6",
+             med(share6) - med(share4[1]), 0.0, fmt=".2f", items=["sec5-depth", "fig4"], bearing="qualifies", proxy=True,
              vtol=0.15, origin="prior")
 
 # %% [markdown]
@@ -578,7 +589,7 @@ plt.close(fig)
 # digits: a long plateau at the origin, a drop, a second plateau on which the deep layers are
 # nearly rank one throughout (more than the first layer), and no plateau at the origin at depth 4
 # at the same entry scale, rarely one at the same initial output norm (a smaller start gives more
-# depth-4 runs a plateau). Weak balancedness is broken by the large step, and the rank-one
+# depth-4 runs a plateau; the drops of depth 4 are nearly as sudden as those of depth 6). Weak balancedness is broken by the large step, and the rank-one
 # structure survives anyway. The second escape and its second singular value are seen only in
 # the runs that get there within the budget. These are proxies: digits instead of MNIST, width 64
 # instead of 1000, a larger step, and {glue:text}`sts4-steps` steps instead of 1000 epochs.
@@ -606,7 +617,14 @@ plt.close(fig)
 # average rate and shorter than 0.3 decade; set on synthetic curves in the unit tests), "weak
 # balancedness broken" as a drift above the mean squared neuron norm, and the step-size control's
 # factor 3 (the $\eta^2$ scaling predicts 10). `conj3-stays-rank-one` now takes the largest ratio
-# over the whole second plateau instead of its end point, with the same threshold.
+# over the whole second plateau instead of its end point, with the same threshold. **Restated in
+# a second review:** `deeper-more-rank-one` first required the median difference of $s_2/s_1$
+# between the first layer and layers 4-6 to exceed 0.1 (pilots: 0.2-0.3); over seeds 0-4 it sat
+# 1.4 spreads from that threshold, so it now counts the runs in which the first layer is less
+# rank-one than layers 4-6 (at least three quarters of them). `origin-level` and
+# `weak-balance-broken` are now controls: the first holds by construction for a plateau that
+# starts from outputs of order $10^{-5}$, the second is a fact about this step, not about the
+# paper.
 #
 # ## Claims
 

@@ -13,6 +13,8 @@ Modules:
 - :mod:`.structure`: per-layer tail energies, nonlinearity and stable ranks on the data;
 - :mod:`.bounds`: the bounds of Theorem 3.1 and Propositions 3.3-3.4;
 - :mod:`.lifting`: the depth-lifting construction of Proposition 3.2;
+- :mod:`.depths`: optimal escape directions across depths (cold restarts, lifted warm starts) and
+  the depths whose optimum the solver found rather than the lifting built;
 - :mod:`.training`: the small-initialisation training runs of the MNIST experiment (Figs. 1, 3, 4),
   resumable in segments through the cache, with per-run initial scales, and training until the
   first escape with the exact end of the first plateau (Sec. 5, first conjecture);
