@@ -459,7 +459,7 @@ def test_cancelled_and_requeued_jobs_resume_from_the_cache(slurm: Cluster, demo:
         _wait_for(lambda: entries() == 2, 120, "two stored segments")
         (job,) = set(slurm.jobs()) - known
         first.send_signal(signal.SIGINT)  # Ctrl-C, while the job waits in segment 2
-        out, _ = first.communicate(timeout=60)
+        out, _ = first.communicate(timeout=180)
     finally:
         first.kill()
     assert first.returncode == 130, out

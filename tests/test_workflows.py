@@ -558,7 +558,7 @@ def test_how_to_run_documents_the_gpu_runner():
 
 
 #: The readers of local data sets and the names the how-to-run page gives them.
-DATA_SETS = {"load_mnist": "MNIST", "load_cifar10": "CIFAR-10", "load_cifar10c": "CIFAR-10-C"}
+DATA_SETS = {"load_mnist": "MNIST", "load_mnist_split": "MNIST", "load_cifar10": "CIFAR-10", "load_cifar10c": "CIFAR-10-C"}
 
 
 def undocumented_data_sets(how_to_run: str) -> list[str]:
