@@ -38,8 +38,8 @@
 # - The networks fit with a function of rank 2 (the rank of its Jacobian), the true rank. Over a
 #   range of at least four depths their middle weights have three singular values above 0.1 (a
 #   rank-overestimating representation), and there $\|\theta\|^2$ is affine in $L$ with a slope near
-#   3, Jacot's rank, but below it on most seeds (within 0.75 of it on seeds 0-4), stable when a
-#   depth is left out; at those depths the networks compute the
+#   3, Jacot's rank, but below it on most seeds (within 0.75 of it on seeds 0-4:
+#   {doc}`robustness page </book/robustness>`), stable when a depth is left out; at those depths the networks compute the
 #   same function, up to the spread between seeds. A range of rank 2 is not resolved at this scale.
 # - Past that range the networks still fit the training set, but with a function of numerical rank
 #   1 that generalises badly: fitting rank-underestimating minima, which the paper never observed,
