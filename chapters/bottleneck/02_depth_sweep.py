@@ -37,15 +37,18 @@
 # :::{admonition} What this page shows
 # - The networks fit with a function of rank 2 (the rank of its Jacobian), the true rank. Over a
 #   range of at least four depths their middle weights have three singular values above 0.1 (a
-#   rank-overestimating representation), and there $\|\theta\|^2$ is affine in $L$ with slope close
-#   to 3, Jacot's rank, stable when a depth is left out; at those depths the networks compute the
+#   rank-overestimating representation), and there $\|\theta\|^2$ is affine in $L$ with a slope near
+#   3, Jacot's rank, but below it on most seeds (within 0.75 of it on seeds 0-4:
+#   {doc}`robustness page </book/robustness>`), stable when a depth is left out; at those depths the networks compute the
 #   same function, up to the spread between seeds. A range of rank 2 is not resolved at this scale.
 # - Past that range the networks still fit the training set, but with a function of numerical rank
 #   1 that generalises badly: fitting rank-underestimating minima, which the paper never observed,
 #   visible in the Jacobian but not in the middle weight's count.
 # - Theorem 6 and Corollary 8 as rates, with $k=2$ the rank of the learned function: the extra
-#   singular values of the weights and of the pre-activations fall with depth; whether the budget
-#   stays bounded and the bottleneck lengthens depends on the seed at these depths.
+#   singular values of the weights and of the pre-activations fall with depth, as the middle
+#   weights lose their third direction; but the theorems' premise fails at these depths (the budget
+#   is above $L$, so their bounds are vacuous), so this is consistent with their rates without
+#   testing them; whether the budget stays bounded and the bottleneck lengthens depends on the seed.
 # - Training from the initialisation with the ridge switched on collapses to $\theta\approx0$ from a
 #   depth that depends on the initialisation scale much more than on $\lambda$; with a short
 #   ridge-free warm-up the same depths train.
@@ -171,9 +174,9 @@ for r in rows:
 # and the law is the least-squares line through the median $\|\theta\|^2$ of each depth of the
 # longest range. Claims: the range spans at least four depths and the residual RMS about the line
 # is below 1, half the norm of one layer of a rank-2 bottleneck (both stated before the runs); the
-# slope lies between the rank of the learned function and the range's rank, within 0.5; leaving
-# out any one depth moves the slope by less than 0.5 (these two restated after seeds, see the end
-# of the page).
+# slope lies within 0.75 of the range's rank (Jacot's rank, the one Figure 1 colours by); the
+# slopes fitted with one depth left out spread by less than 0.5 (these two restated after seeds,
+# see the end of the page).
 
 # %%
 depths = list(P["depths"])
@@ -234,11 +237,12 @@ ledger.above("overestimate-shallow", "Sec. 3.1", f"depth {depths[0]}: median ran
 ledger.above("law-depths", "Fig. 1(a)", "depths in the longest range of constant rank of W_mid (networks that fit, "
              f"converge and compute a rank-{k_fun} function)", "ranges of several depths with constant rank",
              len(law_depths), 3.5, fmt=".0f", items="fig1a", bearing="supports", origin="prior")
-ledger.between("slope-equals-rank", "Fig. 1(a)", f"slope of ||theta||^2 in L over that range (depth medians): between the "
-               f"rank of the learned function ({k_fun}) and the range's rank ({k_law}), within 0.5", "slope = rank",
-               law.slope if law else math.nan, min(k_fun, k_law) - 0.5, max(k_fun, k_law) + 0.5, fmt=".2f",
-               items="fig1a", bearing="qualifies",
-               origin="after-seeds: 'within 0.5 of the range's rank' failed on seed 3 (2.41 for rank 3)")
+ledger.between("slope-equals-rank", "Fig. 1(a)", f"slope of ||theta||^2 in L over that range (depth medians): within 0.75 "
+               f"of the range's rank ({k_law}, Jacot's: the middle weight's count, as in Figure 1)", "slope = rank",
+               law.slope if law else math.nan, k_law - 0.75, k_law + 0.75, fmt=".2f", items="fig1a", bearing="qualifies",
+               origin="after-seeds: 'within 0.5 of the range's rank' failed on seed 3 (2.41 for rank 3); a band "
+                      "[1.5, 3.5] from the function's rank to the range's then passed slopes 2 and 3 alike; now "
+                      "within 0.75 of the range's rank, which excludes the function's rank 2 when the range has rank 3")
 ledger.below("law-residual", "Fig. 1(a)", "residual RMS of the depth medians about the line", "well approximated by an "
              "affine function", law.rms if law else math.nan, 1.0, fmt=".2f", items="fig1a", bearing="supports",
              origin="prior")
@@ -248,10 +252,12 @@ ledger.below("law-leave-one-out", "Fig. 1(a)", "spread (largest minus smallest) 
              origin="after-seeds: 'every leave-one-out slope within 0.5 of the rank' failed on seed 3 (slopes 2.28-2.53 "
                     "for rank 3)",
              vtol=0.25)   # a spread of slopes through medians of chaotic runs: 0.25 here, 0.11 on another CPU kernel
-ledger.above("intercept-above-jacobian", "Thm 3", f"intercept of the line (an estimate of R1) minus the median of "
-             f"2 max_x log|J_k f(x)|_+, k = {k_fun} the rank of the learned function", "R1 >= 2 log|Jf(x)|_+",
-             (law.intercept if law else math.nan) - law_logJ, 0.0, fmt=".2f", items="thm3", bearing="supports",
-             proxy=True, origin="theory")
+ledger.above("intercept-above-jacobian", "Thm 3", f"intercept of the line minus the median of 2 max_x log|J_k f(x)|_+, "
+             f"k = {k_fun} the rank of the learned function: implied by the finite-depth inequality of every network "
+             "unless the slope exceeds k by about B_k / L", "R1 >= 2 log|Jf(x)|_+",
+             (law.intercept if law else math.nan) - law_logJ, 0.0, fmt=".2f", items="thm3", bearing="control",
+             origin="theory")   # every network has ||theta||^2 >= kL + 2 log|J_k f|_+ (thm3-thm6-bounds); the value is
+                                # that slack (the budget B_k) minus (slope - k) x mean depth: it fails only for slopes near 4
 
 # %% [markdown]
 # {glue:text}`bn2-n-fit` networks fit; {glue:text}`bn2-n-kfun` of them compute a function of rank
@@ -267,10 +273,13 @@ ledger.above("intercept-above-jacobian", "Thm 3", f"intercept of the line (an es
 # seeds ({doc}`robustness page </book/robustness>`), between the two ranks. The count drops to 2 at larger depths on some seeds only, and at depths
 # beyond about 12 some seeds end in a different family of minima (a larger norm, several more
 # directions in the middle weights, a test cost several times larger), so a rank-2 range of four
-# depths is not resolved at this scale. The intercept {glue:text}`bn2-intercept` estimates
-# $R^{(1)}$ of the learned representation and lies above Theorem 3's lower bound $2\log|Jf(x)|_+$
-# (median of the maximum over the training points: {glue:text}`bn2-logJ`), far above: these
-# regularised networks are not minimal-norm representations, so the comparison is a proxy.
+# depths is not resolved at this scale. The intercept {glue:text}`bn2-intercept` would estimate
+# $R^{(1)}$ if these were minimal-norm representations; they are regularised networks, not minimisers
+# of the norm, and it lies above Theorem 3's lower bound $2\log|Jf(x)|_+$ (median of the maximum over
+# the training points: {glue:text}`bn2-logJ`) for a reason that does not involve $R^{(1)}$: every
+# network satisfies $\|\theta\|^2\ge kL+2\log|J_kf(x)|_+$ (the finite-depth inequality below), and
+# the intercept differs from that slack only by (slope $-k$) times the mean depth. The row
+# `intercept-above-jacobian` is therefore a control, not evidence for Theorem 3.
 
 # %% [markdown]
 # ### One minimum per rank
@@ -435,7 +444,7 @@ ledger.holds("thm3-thm6-bounds", "Thm 3, Thm 6 (proofs)", "the finite-depth ineq
              items=["thm3", "thm6"], bearing="control", origin="theory")
 ledger.below("thm6-s-next-falls", "Thm 6", "log-log slope in L of the median over layers of s_(k+1)(W_l), k the rank of "
              "the learned function (depth medians)", "O(L^-1/2)", s_next_slope, 0.0, fmt=".2f", items="thm6",
-             bearing="supports", origin="prior")
+             bearing="qualifies", origin="prior")   # the premise (a bounded budget) fails: thm6-budget-large
 ledger.above("thm6-budget-large", "Thm 6", "smallest depth median of min_x B_k(x) / L: above 0.05, Theorem 6 (p = 1/2) "
              "does not force d_k <= 0.1 in half the layers at these depths", "structure forced for large L", budget_ratio,
              0.05, fmt=".2f", items="thm6", bearing="qualifies", origin="theory")
@@ -480,8 +489,9 @@ plt.close(fig)
 # :name: fig-bn2-fig1b
 # Figure 1(b) redrawn: the singular values of $W_1,\dots,W_L$ for every seed (colours), at the
 # shallowest depth and the deepest depths where most seeds fit with a rank-2 function. Dashed: the rank threshold 0.1;
-# dotted: 1. The first and last layers keep many directions; in the middle two singular values sit
-# near 1, and the others fall below 0.1 in more of the layers as the network gets deeper.
+# dotted: 1. The first and last layers keep many directions; in the middle layers a few singular
+# values sit near 1 (three at the shallowest depth, two deeper on most seeds), and the others fall
+# below 0.1 in more of the layers as the network gets deeper.
 # ```
 #
 # ## Representations in the bottleneck: Corollary 8 and Section 3.3
@@ -502,7 +512,7 @@ plt.close(fig)
 # adds that where the representation path converges, $\sigma(\tilde\alpha_p)=\tilde\alpha_p$: the
 # ReLU acts as the identity in the bottleneck. We measure $\sqrt L$ times the median over the
 # hidden layers of $s_{k+1}(\tilde\alpha_\ell(X)/\sqrt N)$ across the range (claim: log-log slope
-# below 0.5, i.e. $s_{k+1}$ falls at all), and, in the middle layer of the deepest depth of the
+# at most 0, the corollary's rate; first stated as below 0.5, see the end of the page), and, in the middle layer of the deepest depth of the
 # range, $s_{k+1}/s_1$ and the negative mass $\|\tilde\alpha-\sigma(\tilde\alpha)\|_F/
 # \|\tilde\alpha\|_F$, against the shallowest depth as a negative control (its middle weights have
 # three directions). The NTK and balancedness hypotheses are examined on
@@ -528,10 +538,12 @@ glue("bn2-rep-shallow", f"{rep_shallow:.3f}", display=False)
 glue("bn2-neg-shallow", f"{neg_shallow:.2f}", display=False)
 glue("bn2-L0", depths[0], display=False)
 ledger.below("cor8-rate", "Cor 8", "log-log slope in L of sqrt(L) times the median over layers of "
-             "s_(k+1)(pre_l / sqrt N) (depth medians); 0.5 if s_(k+1) did not fall", "s_(k+1) = O(L^-1/2)", pre_slope,
-             0.5, fmt=".2f", items="cor8", bearing="supports", origin="prior")
+             "s_(k+1)(pre_l / sqrt N) (depth medians): at most 0, sqrt(L) s_(k+1) does not grow", "s_(k+1) = O(L^-1/2)",
+             pre_slope, 0.0, fmt=".2f", items="cor8", bearing="qualifies",
+             origin="after-seeds: the bound 0.5 ('s_(k+1) falls at all') became the corollary's own rate, 0, after "
+                    "seeds 0-4 gave -2.28 to -0.72")
 ledger.below("cor8-k-dimensional", "Cor 8", f"depth {deep_L}: s_(k+1) / s_1 of the middle pre-activations (median)",
-             "approximately k-dimensional", rep_deep, 0.05, fmt=".4f", items="cor8", bearing="supports", origin="prior")
+             "approximately k-dimensional", rep_deep, 0.05, fmt=".4f", items="cor8", bearing="qualifies", origin="prior")
 ledger.above("cor8-shallow-control", "control", f"depth {depths[0]}: s_3 / s_1 of the middle pre-activations (median) is "
              "not small", "no bottleneck", rep_shallow, 0.05, fmt=".3f", items="cor8", bearing="control", origin="prior")
 ledger.below("relu-identity-bottleneck", "Sec. 3.3", f"depth {deep_L}: negative mass of the middle pre-activations (median)",
@@ -540,7 +552,8 @@ ledger.below("relu-identity-bottleneck", "Sec. 3.3", f"depth {deep_L}: negative 
 
 # %% [markdown]
 # $\sqrt L$ times the median $s_{k+1}$ of the pre-activations is {glue:text}`bn2-pre` across the range:
-# it falls faster than $L^{-1/2}$, as Corollary 8 allows. At depth {glue:text}`bn2-deep-L` the middle
+# it falls faster than $L^{-1/2}$, as Corollary 8 allows, though the corollary's premise (a budget
+# that stays bounded) is not met at these depths, so the rows on Corollary 8 *qualify* it. At depth {glue:text}`bn2-deep-L` the middle
 # weight is within $d_k=$ {glue:text}`bn2-dmid` (median) of a rank-$k$ partial isometry, the middle
 # pre-activations have $s_{k+1}/s_1=$ {glue:text}`bn2-rep-deep` and a negative mass of
 # {glue:text}`bn2-neg-deep` (the ReLU acts almost as the identity there); at depth
@@ -596,6 +609,7 @@ glue("bn2-fact-seeds", P["fact_seeds"], display=False)
 glue("bn2-fact-steps", P["fact_steps"], display=False)
 glue("bn2-fact-max", P["fact_depths"][-1], display=False)
 glue("bn2-fact-between", len(between), display=False)
+glue("bn2-lam-sum", sum(lam_gaps), display=False)
 for i, name in enumerate(INITS):
     for j, lam in enumerate(P["fact_lams"]):
         glue(f"bn2-fc-{i}-{j}", fmt_fc(name, lam), display=False)
@@ -638,8 +652,10 @@ ledger.above("fitting-underestimate-jacobian", "Sec. 3.1", f"networks of the dep
 # ("none": no collapse up to depth {glue:text}`bn2-fact-max`.) The collapse depth is set mostly by
 # the initialisation: with PyTorch's default the networks collapse early, with He's variance
 # (which keeps the signal's size from layer to layer) not at all in this range; the larger
-# $\lambda$ moves the collapse to smaller depths on average over the initialisations (not at every
-# scale on every seed: {doc}`robustness page </book/robustness>`). The paper's "$L>25$" at
+# $\lambda$ never collapses later summed over the initialisations, and here collapses
+# {glue:text}`bn2-lam-sum` layers earlier in that sum; on one of seeds 0-4 it makes no difference at
+# all ({doc}`robustness page </book/robustness>`), so the effect of $\lambda$ at this grid spacing
+# is not resolved. The paper's "$L>25$" at
 # $\lambda=10^{-3}$ is thus a property of its (unstated) initialisation and optimiser as much as of
 # $\lambda$; and the collapse is a failure of optimisation, not the absence of a fitting minimum:
 # the depth sweep above, from PyTorch's default initialisation but with {glue:text}`bn2-warmup`
@@ -658,20 +674,23 @@ ledger.above("fitting-underestimate-jacobian", "Sec. 3.1", f"networks of the dep
 # ## Conclusion
 #
 # At the paper's $\lambda$ and a CPU's scale the depth sweep shows the affine law of Figure 1(a)
-# on a range of at least four depths, with slope equal to Jacot's rank (the middle weights' count,
-# 3 there), and the same learned function at every depth of the range; but that rank is not the
+# on a range of at least four depths, with a slope near Jacot's rank (the middle weights' count,
+# 3 there; within 0.75 of it, below it on most seeds), and the same learned function at every depth
+# of the range; but that rank is not the
 # rank of the learned function (2): the networks carry one more direction than the function uses
 # and pay for it in norm. Deeper, the count falls to 2 on some seeds only, and some seeds fall into
 # a family of minima with a larger norm and a worse test error, so the paper's rank-2 range is not
-# resolved here. Theorem 6's rate shows in the falling extra singular values of the weights and
-# the pre-activations; the bounded budget and the lengthening bottleneck are seed-dependent at
-# these depths. At the deep end the networks fit with rank-1 functions that generalise badly, a
+# resolved here. The extra singular values of the weights and the pre-activations fall with depth,
+# in the direction of Theorem 6's and Corollary 8's rates, but mostly as the middle weights lose
+# their third direction and at budgets too large for the theorems to force anything, so they
+# qualify the rates rather than confirm them; the bounded budget and the lengthening bottleneck are
+# seed-dependent at these depths. At the deep end the networks fit with rank-1 functions that generalise badly, a
 # kind of minimum the paper reports never seeing. The collapse to $\theta=0$ is set by the
 # initialisation more than by $\lambda$, and a short ridge-free warm-up avoids it. The `full`
 # profile runs depths 4 to 32 on larger networks (not run for this page).
 #
 # **How the tolerances were set.** The thresholds 0.1 (rank, fit) are the paper's. The convergence
-# criterion (1% over the last 20% of the steps), the bands of the affine law (slope within
+# criterion (1% over the last 20% of the steps), the bands of the affine law (first: slope within
 # $\pm0.5$ of the rank, residual RMS below 1, the same band with one depth left out), the
 # directions of the rates (slopes of the budget, share, $s_{k+1}$, run and ends) and the factorial's
 # orderings were written down before the runs that produced this page. The training settings
@@ -697,7 +716,13 @@ ledger.above("fitting-underestimate-jacobian", "Sec. 3.1", f"networks of the dep
 # and 4) were replaced by Theorem 6's budget being too large to force the structure (*qualifies*)
 # and by the text; the collapse ordering in $\lambda$ became a sum over the three initialisations
 # (it failed at one scale on seed 3, with two seeds per cell); the two claims of *one minimum per
-# rank* were added after seed 0, their bounds set from its values. Checked on seeds 0-4
+# rank* were added after seed 0, their bounds set from its values. **After a review of that
+# version** (seeds 0-4 seen): the slope's band, which ran from the function's rank minus 0.5 to the
+# range's rank plus 0.5 and so passed a slope of 2 as readily as one of 3, became $\pm0.75$ about
+# the range's rank (the one Figure 1 means); Corollary 8's rate bound went from 0.5 ("falls at all")
+# to 0, the corollary's own rate (seeds 0-4 gave $-2.28$ to $-0.72$); `intercept-above-jacobian`
+# became a control, and the rates of Theorem 6 and Corollary 8 *qualify* rather than support (their
+# premise fails, `thm6-budget-large`). Checked on seeds 0-4
 # ({doc}`robustness page </book/robustness>`).
 #
 # ## Claims

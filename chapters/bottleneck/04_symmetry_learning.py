@@ -142,8 +142,10 @@ glue("bn4-mid-ranks-weak", ", ".join(map(str, weak["mid_ranks"])), display=False
 min_ranks = [min(r) for r in strong["ranks"]]
 ledger.holds("fig2a-two-outliers", "Fig. 2(a)", "larger lambda: the narrowest layer (fewest singular values above 0.1) has "
              "exactly two, median over seeds", "two outliers: rank 2 recovered", f"narrowest layers {min_ranks}",
-             float(np.median(min_ranks)) == 2, tolerance="median = 2", items="fig2a", bearing="supports",
+             float(np.median(min_ranks)) == 2, tolerance="median = 2", items="fig2a", bearing="qualifies",
              value=float(np.median(min_ranks)), lo=1.5, hi=2.5, origin="paper")
+# qualifies: the two outliers appear at a larger lambda than the paper's, where the networks fit the loss curves
+# worse than those of the smaller lambda, which keep more directions (rank-fit-tradeoff); the paper's network has both
 cost_gap = min(strong["test_costs"]) - max(weak["test_costs"])
 tradeoff = cost_gap > 0 and all(k > 2 for k in weak["mid_ranks"])
 ledger.holds("rank-fit-tradeoff", "Sec. 5", "at CPU scale the rank-2 networks (larger lambda) fit worse than every network "
