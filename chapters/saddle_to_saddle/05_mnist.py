@@ -327,7 +327,8 @@ row0 = s6[r0]
 n_spike = sum(spiked)
 glue("sts5-spike-sentence", (f"The step is large: {n_spike} of the {P['runs6']} depth-6 runs "
                              f"{'overshoots' if n_spike == 1 else 'overshoot'} the initial loss log 10 by more than 5% "
-                             "just before leaving the origin" + (", among them the run shown in the figures below"
+                             "just before leaving the origin" + ((", the run shown in the figures below" if n_spike == 1
+                                                                  else ", among them the run shown in the figures below")
                                                                  if spiked[r0] else "")
                              + ": the discrete steps jump, which the gradient-flow theory of Section 3 does not describe."
                              if n_spike else f"None of the {P['runs6']} depth-6 runs overshoots the initial loss log 10 by "
