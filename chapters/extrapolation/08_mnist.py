@@ -30,13 +30,15 @@
 # its channels ({glue:text}`ocs8-channels`) and half its hidden units ({glue:text}`ocs8-hidden`),
 # trained with Adam (learning rate {glue:text}`ocs8-lr`, batches of 64) for
 # {glue:text}`ocs8-epochs` epochs, {glue:text}`ocs8-runs` networks per loss from independent
-# seeds; FGSM attacks {glue:text}`ocs8-n-fgsm` test images. The paper trains on all 60,000
-# training images (its optimiser, Adam with a step schedule, or the official code's Adadelta, for
-# 5 epochs), and does not state its rotation angles; we use 0, 15, 30, 45, 60 and 90 degrees. The
+# seeds, without the paper's weight decay and learning-rate schedule; FGSM attacks
+# {glue:text}`ocs8-n-fgsm` test images. The paper trains on all 60,000 training images with Adam
+# (learning rate 0.001, a step schedule of factor 0.7, weight decay 0.01; App. B.2; the official
+# code uses Adadelta for 5 epochs), and does not state its rotation angles; we use 0, 15, 30, 45,
+# 60 and 90 degrees. The
 # OOD score uses fixed random features of the pixels instead of the paper's ImageNet ResNet-18
 # ({doc}`01_optimal_constant_solution`). Profile `full` uses the official network's widths and all
-# training images of the copy found (the full MNIST when it is in the data folder); it has not been
-# run for this page.
+# training images of the copy found (the full MNIST when it is in the data folder), still without
+# weight decay or schedule; it has not been run for this page.
 # :::
 #
 # ```{admonition} What to take away
@@ -106,8 +108,10 @@ print(f"data: {images.description}")
 # - **Losses.** Cross-entropy on the ten classes (OCS: the label marginal $\hat p$), and Gaussian
 #   NLL on the digit value $y\in\{0,\dots,9\}$ read as a real number (OCS:
 #   $\mathcal N(\bar y,\mathrm{Var}\,y)$), whose mean is first fitted with squared error for
-#   {glue:text}`ocs8-warmup` epochs as in the official code; the paper does not say what its MNIST
-#   Gaussian model regresses.
+#   {glue:text}`ocs8-warmup` epochs as the official code does for its UTKFace model; the paper does
+#   not say what its MNIST Gaussian model regresses. On clean test images the predicted mean
+#   explains at least {glue:text}`ocs8-nll-r2` of the variance of the digit value ($R^2$, smallest
+#   over the networks; control `nll-fits`): a working, if rough, regressor.
 # - **Shifts.** The test images rotated by 0 to 90 degrees (`tasks.shift(..., "rotation", s)`),
 #   the paper's MNIST shift; for Fig. 2 the test images of the digit 6.
 # - **Distances** to the OCS ({prf:ref}`definition of the distance <ocs-def-distance>`): the mean
@@ -149,17 +153,21 @@ def measure(split: data.Split, make, *, epochs: int, warmup: int, lr: float, n_f
     out["mu6"] = np.array([[float(o[six_c, 0].mean()) for o in row] for row in nll_out])
     out["nll_kl"] = np.array([[float(ocs.distance_to_ocs(o, (mu_s, sd_s), "gaussian_nll").mean()) for o in row]
                               for row in nll_out])
+    y_te = yte.double().cpu()
+    out["nll_r2"] = np.array([float(1 - ((row[0][:, 0] - y_te) ** 2).mean() / y_te.var(unbiased=False))
+                              for row in nll_out])  # how well the mean mu fits the digit value on clean test images
     out["norms_rot"] = np.array([norm_ratios(m, shifted[-1], Xte) for m in ce])  # (runs, layers)
-    # iterated FGSM against each classifier with its own gradient, on the first n_fgsm test images
-    n = n_fgsm or len(yte)
-    Xa, ya = Xte[:n], yte[:n]
+    # iterated FGSM against each classifier with its own gradient, on the first n_fgsm images of the second half of
+    # the test set (the first half is the OOD score's reference: the clean images compared are not in it)
+    half = len(Xte) // 2
+    n = min(n_fgsm or len(yte), len(yte) - half)
+    Xa, ya = Xte[half:half + n], yte[half:half + n]
     adv = [attacks.fgsm(m, Xa, ya, FGSM_EPS, steps=FGSM_STEPS) for m in ce]
     out["kl_clean_fgsm"] = np.array([float(ocs.distance_to_ocs(predict(m, Xa), p_hat, "ce").mean()) for m in ce])
     out["kl_adv"] = np.array([float(ocs.distance_to_ocs(predict(m, a), p_hat, "ce").mean()) for m, a in zip(ce, adv)])
     out["acc_adv"] = np.array([float((predict(m, a).argmax(1) == ya).double().mean()) for m, a in zip(ce, adv)])
     out["norms_adv"] = np.array([norm_ratios(m, a, Xa) for m, a in zip(ce, adv)])
     featurize, _ = ood.featurizer("ci", tuple(Xtr.shape[1:]))
-    half = len(Xte) // 2
     ref = featurize(Xte[:half])
     score = lambda X: ocs.ood_score(featurize(X), ref, repeats=P["ood_repeats"],
                                     generator=torch.Generator().manual_seed(seed))
@@ -175,10 +183,16 @@ make = lambda d_out: mnist.mnist_cnn(d_out, channels=P["channels"], hidden=P["hi
 M = measure(images.split, make, epochs=P["epochs"], warmup=P["warmup"], lr=P["lr"], n_fgsm=P["n_fgsm"])
 glue("ocs8-warmup", P["warmup"], display=False)
 print(f"clean test accuracy of the cross-entropy networks: {M['acc'].mean():.3f} (min {M['acc'].min():.3f})")
+print(f"Gaussian NLL networks, R^2 of mu on the clean test images: {M['nll_r2'].mean():.3f} (min {M['nll_r2'].min():.3f})")
+glue("ocs8-nll-r2", f"{M['nll_r2'].min():.2f}", display=False)
 print("OOD score of the rotated test sets: " + " ".join(f"{a:g} deg {v:.3f}" for a, v in zip(ANGLES, M["ood_rot"])))
 ledger.above("accuracy", "setup", "clean test accuracy of the cross-entropy networks (smallest)" + ON, "-",
              float(M["acc"].min()), 0.85, fmt=".3f", items="table-b2", bearing="control",
              origin="prior: a working classifier")
+ledger.above("nll-fits", "setup", "Gaussian NLL: R^2 of the predicted mean mu against the digit value on the clean test "
+             "images (smallest over the networks)" + ON, "-", float(M["nll_r2"].min()), 0.5, fmt=".2f", items="fig2",
+             bearing="control", origin="prior: a regressor that explains half the variance of the digit value (stated "
+                                       "in review, before this claim's first run)")
 ledger.above("ood-grows", "App. B.3", "OOD score grows with the rotation (Spearman over the six angles)" + ON,
              "scores grow with shift", ocs.spearman(SEVERITIES, M["ood_rot"]), 0.8, fmt=".2f",
              items="def-ood-score", bearing="control", origin="prior: chapter 02's control")
@@ -245,10 +259,13 @@ ledger.above("ce-kl-falls", "Sec. 3.1, Fig. 3", f"all test images: mean KL to th
 ledger.above("nll-sigma-grows", "Fig. 2, Sec. 3.1", f"Gaussian NLL, all test images: log(mean predicted std at 90 / at "
              f"0 degrees) ({STAT})" + ON, "predicted variance increases with shift", lb(log_sigma), 0.0,
              items=["claim-not-shrinking", "fig2"], bearing="supports", proxy=not real,
-             origin="prior: the part's 2-SE rule")
+             origin="after-seeds: the part's 2-SE rule, read on all test images after a pilot on seed 0 (on the 6s alone "
+                    "the predicted std first fell, then rose)")
 ledger.above("nll-kl-falls", "Fig. 2", f"Gaussian NLL, all test images: mean KL to the OCS, 0 minus 90 degrees ({STAT})"
              + ON, "predictions move to the OCS", lb(M["nll_kl"][:, 0] - M["nll_kl"][:, -1]), 0.0, items="fig2",
-             bearing="supports", proxy=not real, origin="prior: the part's 2-SE rule")
+             bearing="supports", proxy=not real,
+             origin="after-seeds: the part's 2-SE rule, read on all test images after a pilot on seed 0 (see "
+                    "nll-sigma-grows)")
 
 # %% [markdown]
 # ```{glue:figure} ocs8-fig2
@@ -274,7 +291,9 @@ ledger.above("nll-kl-falls", "Fig. 2", f"Gaussian NLL, all test images: mean KL 
 #
 # Each classifier is attacked with its own gradient by iterated FGSM with a budget of
 # {glue:text}`ocs8-eps` per pixel in {glue:text}`ocs8-steps` steps, without clipping (the official
-# code's attack), on {glue:text}`ocs8-n-fgsm` test images; its accuracy on them drops to
+# code's attack), on {glue:text}`ocs8-n-fgsm` test images taken from the half of the test set that
+# is not the OOD score's reference (so the clean images compared are not in the reference); its
+# accuracy on them drops to
 # {glue:text}`ocs8-acc-adv`. The OOD score of the adversarial images is
 # {glue:text}`ocs8-ood-adv` (clean images of the same kind: {glue:text}`ocs8-ood-clean`; the test
 # set rotated by 90 degrees: {glue:text}`ocs8-ood-rot5`), their mean KL to the marginal is
@@ -359,6 +378,11 @@ print(f"{'statistic (mean - 2 SE, claimed > 0)':<30}{'8x8 digits':>16}{'MNIST':>
 for name in stat_d:
     print(f"{name:<30}{stat_d[name]:>10.3f} {'pass' if stat_d[name] > 0 else 'FAIL':<5}"
           f"{stat_m[name]:>10.3f} {'pass' if stat_m[name] > 0 else 'FAIL':<5}")
+print("means over the networks (not mean - 2 SE)              8x8 digits    MNIST")
+for name, f in (("log(std at 90 / at 0 degrees), Gaussian NLL", lambda R: np.log(R["sigma"][:, -1] / R["sigma"][:, 0])),
+                ("FGSM: KL to the marginal, adversarial minus clean", lambda R: R["kl_adv"] - R["kl_clean_fgsm"]),
+                ("KL to the marginal, 90 minus 30 degrees", lambda R: R["kl"][:, -1] - R["kl"][:, ROT_MID])):
+    print(f"  {name:<55}{f(D).mean():>8.3f}{f(M).mean():>9.3f}")
 changed = [name for name in stat_d if (stat_d[name] > 0) != (stat_m[name] > 0)]
 change_summary = (f"Of these {len(stat_d)} verdicts, {len(changed)} differ between the 8x8 digits and MNIST on this "
                   f"seed: {', '.join(changed)}." if changed else
@@ -382,11 +406,15 @@ glue("ocs8-kl-mnist", " ".join(f"{v:.2f}" for v in M["kl"].mean(0)), display=Fal
 #
 # **How the tolerances were set.** Every claim uses the part's rule (the mean over networks of a
 # per-network statistic, two standard errors from zero), fixed before this page's first run; the
-# two controls use chapter 02's and a stated accuracy floor. **Chosen after a pilot on seed 0:**
+# controls use chapter 02's, a stated accuracy floor and (added in review) an $R^2$ of one half for
+# the Gaussian networks' mean. **Chosen after a pilot on seed 0:**
 # the recipe (6 epochs at learning rate 0.002, 2 of them of squared-error warm-up for the Gaussian
 # model: with 5 epochs at 0.001 the Gaussian networks had not learned the digit value), the FGSM
 # sample (300 images, for time) and reading the Gaussian claims on all test images rather than on
-# the 6s alone (on the 6s the predicted standard deviation first fell, then rose).
+# the 6s alone (on the 6s the predicted standard deviation first fell, then rose), so the two
+# Gaussian claims are listed as set after seeing results. **Changed in review:** the attacked
+# images come from the half of the test set that is not the OOD score's reference (they were the
+# first 300 test images, inside the reference, which could bias the clean score of `fgsm-ood`).
 #
 # ## Claims
 
