@@ -238,9 +238,9 @@ ledger.below("p8-control-plain", "control", "added 2026-11-26: the same similari
 # plain network and for two $L_2$ networks of different seeds; then the training costs of the small
 # and $L_2$ networks). The failure is clearest at depth 6, where the small-initialisation runs end
 # on a plateau, a function of lower rank than the regularised one. P8 as written counted such a
-# plateau, but that part of the failure says little about the link: in the saddle-to-saddle
-# picture an intermediate plateau has a lower rank than the end point, so it could not match a
-# regularised network that learned more directions; the run had not finished. At
+# plateau; whether the small runs would go on to the regularised network's function with more
+# steps, these runs do not say (on seed 0 the depth-6 small networks have two singular values
+# above 0.5 in the middle layer, the regularised ones three: {doc}`01_five_lenses`). At
 # depth {glue:text}`p8-top`, where they converge, the small network's function is nearer the
 # $L_2$ network's than a network trained from standard initialisation is (by
 # {glue:text}`p8-closer` in similarity), but not at it: two $L_2$ networks of different seeds agree
