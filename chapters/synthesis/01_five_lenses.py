@@ -47,26 +47,35 @@
 
 # %% [markdown]
 # :::{admonition} What this page shows
-# Seven predictions were written before the runs (P1, P3, P4 and P6 connect two papers; P2, P5
-# and P7 are one paper's own statement measured on these networks); a review (2026-11-26) found
-# that several first failures were artifacts of how they were measured. The rows as first
-# written stay; rows added after the review measure the same predictions without the artifacts.
-# On seeds 0-4 ({doc}`robustness page </book/robustness>`):
-# - **P1 fails, but not as first reported.** Counted with one threshold, the small-initialisation
-#   network has *at least as many* large singular values as the regularised one at depth 4 (more
-#   with Jacot's threshold) and fewer or as many at depth 6: escaped saddles and the learned rank
-#   are different counts, in no fixed order.
+# Seven predictions were written before the runs (P3, P4 and P6 connect two papers; P1 is the
+# saddle-to-saddle paper's own conjecture, that the plateaus climb in bottleneck rank, measured
+# with the bottleneck paper's learned rank; P2, P5 and P7 are one paper's own statement measured on
+# these networks); a review (2026-11-26) found that several first failures were artifacts of how
+# they were measured, and a second review (the same day) that some verdicts rested on a setting
+# chosen after seeing the runs. The rows as first written stay; rows added after the review
+# measure the same predictions without the artifacts. On seeds 0-4
+# ({doc}`robustness page </book/robustness>`):
+# - **P1 is not resolved at this scale, though the runs lean against it.** The first report,
+#   "fewer at every depth", compared two thresholds. With one threshold in both arms, read at
+#   every depth where both arms fit as P1's criterion asks, the counts differ on every seed with
+#   Jacot's threshold 0.1 (which P1 had ruled out for the unregularised arm) and on most seeds,
+#   not all, with P1's own threshold 0.5.
 # - **P2 is not resolved at this scale.** The update $W-W_0$ is close to rank one when it first
 #   grows (the first row's second direction was the random initial bulk), but at depth 4 the first
 #   two directions appear almost together, and the runs do not leave along an escape direction of
 #   the saddle at the origin: the initialisation is not small enough for the theory.
-# - **P3(a) holds at a small enough step**, as the conservation law of gradient flow says; it
-#   failed only at the raised step. **P3(b) is not resolved**: the regularised networks are not at
+# - **P3(a)'s conservation holds at a smaller step** (chosen after the failure at the raised
+#   step, so the row qualifies P3 rather than supports it), as the conservation law of gradient
+#   flow says. **P3(b) is not resolved**: the regularised networks are not at
 #   critical points, where balance is a theorem; their middle layers' norms are near the learned
 #   rank (within 40%, not 20%).
 # - **P4 is split**: adjacent middle layers align in the regularised networks, partly from small
-#   initialisation; the middle *stable* rank rises from depth 4 to 6 while the thresholded rank falls.
-# - **P5 holds**: $\lVert\theta\rVert^2$ grows with slope close to $k$ (Jacot's own law).
+#   initialisation. Whether the middle stable rank falls with depth is not resolved: P4's own test
+#   (the sign of a rank correlation over depths 4-10) changes with the seed; between depths 4 and
+#   6, a pair chosen after seeing that, it *rises* while the thresholded rank falls.
+# - **P5 holds only as re-analysed**: over the fitting networks grouped by their own learned rank,
+#   $\lVert\theta\rVert^2$ grows with slope close to $k$ (Jacot's own law); that grouping was
+#   chosen after the committed one failed on the first run.
 # - P6 and P7 (digits): {doc}`02_depth_and_reversion`; P8, a question that needs two papers:
 #   {doc}`03_pauses_and_minima`.
 # :::
@@ -167,6 +176,7 @@ import matplotlib.pyplot as plt
 import numpy as np
 import torch
 from myst_nb import glue
+from scipy.stats import spearmanr
 
 from implicit_bias import cache, ensembles, models, plotting, spectra, train
 from implicit_bias.bottleneck import structure, sweeps, tasks
@@ -388,6 +398,16 @@ small_cost = max(float((localized.outputs(small[L_top]["W"], X.to(D)) - Y.to(D))
                  float(reg[L_top].cost.max()))
 p1r_shallow = min(p1r[tau, L_top][0] - p1r[tau, L_top][1] for tau in TAUS)
 p1r_jacot = p1r[0.1, L_top][0] - p1r[0.1, L_top][1]
+# added 2026-11-26, second review: P1's criterion (the counts differ at a depth where both arms fit) at every depth
+# of the small arm, one threshold for both arms; "fit": training cost C < 0.1 for every network of both arms
+cost_max = {L: max(float((localized.outputs(small[L]["W"], X.to(D)) - Y.to(D)).pow(2).sum(-1).mean(-1).max()),
+                   float(reg[L].cost.max())) for L in small}
+both_fit = [L for L in small if cost_max[L] < 0.1]
+p1r_fails = [tau for tau in TAUS if any(p1r[tau, L][0] != p1r[tau, L][1] for L in both_fit)]
+glue("syn-p1r-fit", ", ".join(map(str, both_fit)) or "none", display=False)
+glue("syn-p1r-nfail", len(p1r_fails), display=False)
+print(f"largest training cost C over both arms, by depth: { {L: round(c, 3) for L, c in cost_max.items()} }; "
+      f"both arms fit at depths {both_fit}; thresholds at which P1's counts differ at such a depth: {p1r_fails}")
 p2r_median = float(np.median([row["ratio"] for row in p2r]))
 for key, val in (("p1r-table", "; ".join(f"threshold {t}, $L={L}$: {a} against {b}" for (t, L), (a, b) in p1r.items())),
                  ("p2r-ratio", f"{max(row['ratio'] for row in p2r):.2f}"), ("p2r-median", f"{p2r_median:.2f}"),
@@ -402,8 +422,20 @@ ledger.above("p1r-shallow-not-fewer", "P1", f"added 2026-11-26: one threshold fo
              origin="after-seeds: the review (2026-11-26) had seen that one threshold reverses the first row")
 ledger.above("p1r-jacot-threshold-differs", "P1", f"added 2026-11-26: Jacot's threshold 0.1 for both arms: at depth "
              f"{L_top}, where both fit, singular values of the small-init update minus those of the L2 network "
-             "(modes); prediction P1 said equal", "P1 fails: more from small init", p1r_jacot, 0.5, fmt=".0f",
-             items="p1", bearing="contradicts", origin="prior: P1's criterion, equal counts")
+             "(modes); prediction P1 said equal, but counted the unregularised arm above 0.5, 0.1 being too low for "
+             "it; with 0.5 in both arms the counts are equal on some seeds (relabelled qualifies on 2026-11-26, "
+             "second review)", "more from small init (at 0.1)", p1r_jacot, 0.5, fmt=".0f",
+             items="p1", bearing="qualifies",
+             origin="after-seeds: 0.1 chosen for this row because with 0.5 the depth-4 counts are equal on some "
+                    "seeds (review prototypes, seeds 0-3); the bound, equal counts, is P1's")
+ledger.above("p1r-differs-some-depth", "P1", "added 2026-11-26 (second review): P1's own criterion, the counts differ "
+             "at a depth where both arms fit (C < 0.1 for every network), with one threshold for both arms, at every "
+             "depth of the small arm: number of the two thresholds (0.1, 0.5) under which P1 fails; 2 (fails with "
+             "P1's own 0.5 too) on most of seeds 0-4, 1 (only with 0.1) on the others: not resolved at this scale",
+             "P1 fails with at least one threshold", len(p1r_fails), 0.5, fmt=".0f", items="p1", bearing="qualifies",
+             origin="after-seeds: P1's criterion and the first review's two thresholds; depth 6 included after "
+                    "seeing seed 0's depth-6 costs and counts; bound 2 (contradicts) lowered to 1 (qualifies) after "
+                    "seeds 0-4 gave 1 on some seed (second review, 2026-11-26)")
 ledger.below("p1r-both-fit", "control", f"added 2026-11-26: depth {L_top}: training cost C of both arms (largest over "
              "networks): both fit, as P1's test requires", "< 0.1 (the bottleneck part's fit)", small_cost, 0.1,
              fmt=".3f", items="p1", bearing="control", origin="prior: the bottleneck part's threshold")
@@ -423,11 +455,28 @@ ledger.above("p2r-no-escape-direction", "control", "added 2026-11-26: small init
 # from small initialisation against the rank learned with $L_2$: {glue:text}`syn-p1-pairs` (seed
 # 0). Counted with one threshold on what training wrote: {glue:text}`syn-p1r-table` (seed 0). At
 # depth {glue:text}`syn-p1-top`, where both arms fit, the small-initialisation network has *at
-# least as many* directions as the regularised one with either threshold, and more with Jacot's
-# threshold 0.1 (seeds 0-4 on the {doc}`robustness page </book/robustness>`): the first row's
-# "fewer at every depth" came from counting the two arms with different thresholds. P1 still
-# fails: the number of escaped saddles is not the learned rank, and which is larger depends on the
-# depth (at depth 6, where the small runs stop on their second plateau, they have fewer).
+# least as many* directions as the regularised one with either threshold (seeds 0-4 on the
+# {doc}`robustness page </book/robustness>`): the first row's "fewer at every depth" came from
+# counting the two arms with different thresholds. Whether the counts are *equal*, as P1 says, is
+# not resolved at this scale, though the runs lean against it. At depth 4, with P1's own threshold
+# for the unregularised arm, 0.5, in both arms, they are equal on some of seeds 0-4 and differ by
+# one on the others (`p1r-shallow-not-fewer` keeps the smaller difference of the two thresholds;
+# the difference at 0.1 is the larger on every seed, so its values, 0 or 1, are the differences at
+# 0.5). With Jacot's threshold 0.1 the small-initialisation update has more values
+# (`p1r-jacot-threshold-differs`), but P1 had ruled that threshold out for an unregularised
+# network, whose update has many small directions, and the row chose it after seeing the 0.5
+# counts; it qualifies P1, it does not contradict it. P1's criterion is not about depth 4 alone:
+# it fails if the counts differ at *any* depth where both arms fit. On seed 0 both arms fit at
+# depths {glue:text}`syn-p1r-fit` (largest training cost $C$ below 0.1, printed above), depth 6
+# included, where the small network has *fewer* values above 0.5 than the regularised one; with one
+# threshold for both arms, the counts differ at some depth where both fit for
+# {glue:text}`syn-p1r-nfail` of the two thresholds (seed 0). Over seeds 0-4
+# (`p1r-differs-some-depth`, added in the second review): with 0.1 on every seed; with P1's 0.5 on
+# most seeds, not on all (on some seeds a depth-6 small run is still on a plateau, so depth 6 does
+# not count, and the depth-4 counts agree). The regularised networks of depth 4 are themselves far
+# from the task's bottleneck rank 2 (seed 0: their learned ranks are printed above), so at this
+# scale neither count is the bottleneck rank that P1 (and the saddle paper's conjecture behind it)
+# is about.
 #
 # P2's records say that the first two singular values of $W$ cross 0.5 within
 # {glue:text}`syn-p2-gap` of the run of each other, and that $s_2/s_1$ reaches
@@ -534,8 +583,10 @@ ledger.above("p3b-not-balanced", "P3(b)", "deepest fitting L2 depth: |sum of bal
                     "qualifies on 2026-11-26 (the hypothesis, a critical point, does not hold)")
 ledger.below("p3r-small-step-conserves", "P3(a)", f"added 2026-11-26: small init, no L2, eta0 <= {P['slow_eta']} "
              f"(depth {L_slow} rerun with {P['slow_factor']} x the steps): largest change of the conserved "
-             "differences ||W_l+1||^2 - ||W_l||^2 over the run, relative to the mean final layer norm",
-             "conserved: < 0.05 (P3(a)'s margin)", drift_small_step, 0.05, fmt=".3f", items="p3", bearing="supports",
+             "differences ||W_l+1||^2 - ||W_l||^2 over the run, relative to the mean final layer norm; holds at a "
+             "smaller step than the runs P3(a) was tested on, chosen after they failed (relabelled qualifies on "
+             "2026-11-26, second review)",
+             "conserved: < 0.05 (P3(a)'s margin)", drift_small_step, 0.05, fmt=".3f", items="p3", bearing="qualifies",
              origin="after-seeds: P3(a)'s 5%, applied to the conserved differences; the step 0.5 and 3 x the steps "
                     "are the review's (2026-11-26)")
 ledger.above("p3r-raised-step-drifts", "control", f"added 2026-11-26: the same drift in the runs at the steps of "
@@ -612,9 +663,17 @@ ledger.below("p4-init-control", "control", "at initialisation: median alignment 
              origin="prior")
 srank_rise = float(srank[P["reg_depths"][1]].median() - srank[P["reg_depths"][0]].median())
 glue("syn-p4-rise", f"{srank_rise:.2f}", display=False)
+# P4's own test, as committed before the first run: the sign of the Spearman correlation of the stable rank with
+# depth over every network of the regularised arm (printed, not a claim: its sign changes with the seed)
+p4_rho = float(spearmanr([L for L in P["reg_depths"] for _ in seeds],
+                         torch.cat([srank[L] for L in P["reg_depths"]]).tolist()).statistic)
+glue("syn-p4-rho", f"{p4_rho:.2f}", display=False)
+print(f"P4's committed test: Spearman correlation of the middle stable rank with depth {p4_rho:.2f} (< 0: falls)")
 ledger.above("p4-srank-rises", "P4", f"L2: median stable rank of the middle layer at depth {P['reg_depths'][1]} minus "
-             f"at depth {P['reg_depths'][0]}; prediction P4 said it falls with depth (claim set after seeds 0-4)",
-             "P4 fails: it rises", srank_rise, 0.0, fmt=".2f", items="p4", bearing="contradicts",
+             f"at depth {P['reg_depths'][0]}; prediction P4 said it falls with depth (claim set after seeds 0-4, when "
+             "P4's own test, the sign of the Spearman correlation over all depths, changed with the seed; relabelled "
+             "qualifies on 2026-11-26, second review)",
+             "rises between these two depths", srank_rise, 0.0, fmt=".2f", items="p4", bearing="qualifies",
              origin="after-seeds: replaced 'Spearman correlation < 0' after seeds 0-4")
 
 # %% [markdown]
@@ -625,11 +684,17 @@ ledger.above("p4-srank-rises", "P4", f"L2: median stable rank of the middle laye
 # regularised networks align as predicted; the small-initialisation runs align on some seeds only
 # (see the {doc}`robustness page </book/robustness>`), and less at depth 4, where the middle layers
 # acquire several singular values of similar size (so that the top singular vector is poorly
-# defined), than at depth 6 (the medians by depth are printed above). The stable rank of the middle
-# layer *rises* from depth 4 to 6 (by {glue:text}`syn-p4-rise`, median), while the number of
-# singular values above 0.1 falls: the two rank measures of the notation page move in opposite
-# directions here, as in the logistic arm of the third rank-minimization chapter
-# ({doc}`the map </book/map>` links every chapter).
+# defined), than at depth 6 (the medians by depth are printed above). Whether the stable rank of
+# the middle layer falls with depth is not resolved: P4's own test, the Spearman correlation of the
+# stable rank with depth over all the regularised networks, is {glue:text}`syn-p4-rho` on seed 0,
+# and its sign changed with the seed when seeds 0-4 were first run (negative on seeds 0 and 1,
+# positive on 2 to 4; see the end of the page); the deepest networks, which do not all fit, vary
+# the most. Between depths 4 and 6, where all of seed 0's networks fit, the stable rank *rises* (by
+# {glue:text}`syn-p4-rise`, median, seed 0; on every seed 0-4), while the number of singular values
+# above 0.1 falls: the two rank measures of the notation page move in opposite directions here, as
+# in the logistic arm of the third rank-minimization chapter ({doc}`the map </book/map>` links
+# every chapter). That pair of depths was chosen after the seeds were seen, so the row qualifies
+# P4 rather than contradicts it.
 
 # %% [markdown]
 # ## Norm against depth: P5
@@ -658,20 +723,37 @@ for L in P["reg_depths"]:
     ax.scatter([L] * len(seeds), reg[L].sqnorm.numpy(), c=[plotting.color(int(r)) for r in learned[L]], s=18)
 ax.set(xlabel="depth L", ylabel=r"$\|\theta\|^2$", title="regularised arm (colour: learned rank)")
 plt.show()
+# the grouping of the first execution (the rank learned at the most depths, by per-depth mode, fitting or not),
+# under which P5 failed on seed 0: printed and glued, not a claim
+modes = {L: mode(learned[L]) for L in P["reg_depths"]}
+k_first = mode(list(modes.values()))
+first_pts = [(L, float(reg[L].sqnorm[i])) for L in P["reg_depths"] if modes[L] == k_first
+             for i in range(len(seeds)) if int(learned[L][i]) == k_first]
+slope_first = (structure.affine_fit([L for L, _ in first_pts], [v for _, v in first_pts])[0]
+               if len({L for L, _ in first_pts}) >= 2 else float("nan"))
 glue("syn-p5-slope", f"{slope:.2f}", display=False)
 glue("syn-p5-depths", ", ".join(map(str, same_rank)), display=False)
+glue("syn-p5-first", f"{slope_first:.2f}", display=False)
+glue("syn-p5-kfirst", k_first, display=False)
 print(f"depths with learned rank {k_shared}: {same_rank}; slope of ||theta||^2 against L: {slope:.2f}")
+print(f"grouping of the first execution (rank {k_first} by per-depth mode): slope {slope_first:.2f}")
 ledger.between("p5-norm-slope", "P5", f"L2: slope of ||theta||^2 against depth over the fitting networks of learned "
-               "rank k (grouping by each network's own rank set after seeds 0-4)",
+               "rank k (grouping by each network's own rank set after seeds 0-4, when the grouping of the first "
+               "execution had failed on seed 0; relabelled qualifies on 2026-11-26, second review)",
                "within k +- 0.75 (prediction P5)", slope, k_shared - 0.75, k_shared + 0.75, fmt=".2f", items="p5",
-               bearing="supports", origin="after-seeds: the band k +- 0.75 is P5's; the grouping of the networks "
-                                          "by their own rank was chosen after seed 0")
+               bearing="qualifies", origin="after-seeds: the band k +- 0.75 is P5's; the grouping of the networks "
+                                           "by their own rank was chosen after seed 0")
 
 # %% [markdown]
 # **P5: what the runs show.** Over the depths {glue:text}`syn-p5-depths` the fitting networks share
 # a learned rank, and $\lVert\theta\rVert^2$ grows with slope {glue:text}`syn-p5-slope` (seed 0),
-# within $k\pm0.75$ as Jacot's $kL$ law says (after the grouping change disclosed below). This
-# reproduces the bottleneck paper on these networks; it is not a link between two papers.
+# within $k\pm0.75$ as Jacot's $kL$ law says. That grouping was chosen after the first execution,
+# whose grouping (the rank learned at the most depths by the mode over seeds, here
+# {glue:text}`syn-p5-kfirst`, including networks that do not fit) gives a slope of
+# {glue:text}`syn-p5-first` on the same networks (seed 0), outside P5's band. Restricting the law to
+# fitting networks follows Jacot's setting (networks at a minimum of the regularised loss), but
+# since it was chosen after a failure the row qualifies P5 rather than supports it. P5 is the
+# bottleneck paper's own law on these networks; it is not a link between two papers.
 
 # %% [markdown]
 # ## What the five lenses show together
@@ -680,12 +762,17 @@ ledger.between("p5-norm-slope", "P5", f"L2: slope of ||theta||^2 against depth o
 # off the {doc}`robustness page </book/robustness>`.) Measured with one instrument each, the
 # lenses agree more than the first rows said: gradient descent keeps the invariants of gradient
 # flow when its step is small, the update from small initialisation starts close to rank one, and
-# the regularised networks show the bottleneck's aligned layers and $kL$ law. They still do not
-# reduce to one another: the number of escaped saddles is not the learned rank at either depth,
-# the small-initialisation runs of this scale are not in the asymptotic regime of the saddle
-# theory, and the functions they stop at are near, not equal to, the regularised ones
-# ({doc}`03_pauses_and_minima`). All at CPU scale (width 32, depth at most 10; the `full` profile,
-# not run, is the test at larger scale).
+# the regularised networks show the bottleneck's aligned layers and, once restricted to fitting
+# networks, its $kL$ law. Most of the links the predictions drew are not resolved at this scale:
+# whether the escaped saddles count the learned rank depends on the threshold and the seed (most
+# readings say they do not), the
+# small-initialisation runs are not in the asymptotic regime of the saddle theory, the regularised
+# networks are not at the critical points where balance is a theorem, and the sign of the stable
+# rank's trend with depth changes with the seed. Where a link was tested cleanly, it failed: the
+# functions the small runs stop at are near, not equal to, the regularised ones
+# ({doc}`03_pauses_and_minima`), and depth does not speed up reversion to the OCS
+# ({doc}`02_depth_and_reversion`). All at CPU scale (width 32, depth at most 10; the `full`
+# profile, not run, is the test at larger scale).
 #
 # :::{admonition} What was changed after seeing runs
 # :class: warning
@@ -711,7 +798,20 @@ ledger.between("p5-norm-slope", "P5", f"L2: slope of ||theta||^2 against depth o
 # the prediction's setting (`p1-fewer-than-l2-rank`, `p2-not-one-at-a-time`, `p2-not-rank-one`,
 # `p3a-norms-not-equal`, `p3b-not-balanced`: from `contradicts` to `qualifies`, their verdicts
 # unchanged; `p1-fewer-than-l2-rank` now exposes its count with a half-integer bound), and the
-# digits arm moved to {doc}`02_depth_and_reversion`.
+# digits arm moved to {doc}`02_depth_and_reversion`. A second review the same day relabelled, from
+# `contradicts` or `supports` to `qualifies`, the rows whose verdict rested on a setting chosen
+# after seeing runs, their values and verdicts unchanged: `p1r-jacot-threshold-differs` (the
+# threshold 0.1, which P1 had ruled out for the unregularised arm, chosen because 0.5 gives equal
+# counts on some seeds; its origin had said `prior`), `p4-srank-rises` (the pair of depths 4 and 6,
+# chosen when P4's own test changed sign with the seed), `p3r-small-step-conserves` (the step,
+# chosen after the failure) and `p5-norm-slope` (the grouping, chosen after the first grouping
+# failed); P4's Spearman correlation and the first grouping's slope for P5 are printed again
+# (seed 0), not as claims. The same review added `p1r-differs-some-depth`: the rows of the first
+# review had read P1 at depth 4 only, on the belief that the depth-6 small runs do not fit; they
+# do on seed 0 (their largest cost is printed), so P1's criterion was applied at both depths, a
+# choice made after seeing seed 0's depth-6 costs and counts. Its first bound (P1 fails with both
+# thresholds, bearing `contradicts`) failed on one of seeds 1-4 and was lowered to "with at least
+# one" (bearing `qualifies`) after the sweep.
 # :::
 #
 # ## Claims

@@ -18,9 +18,13 @@
 # regularisation, a deep ReLU network passes from saddle to saddle, each plateau a network of
 # low rank {cite:p}`bantzis2025saddle`; trained with $L_2$ regularisation, a network of the same
 # depth learns a function of low rank $k$, the bottleneck of {cite:t}`jacot2023bottleneck`. Are
-# these the same low-rank functions? Neither paper asks; this page compares the two on the
-# networks of {doc}`01_five_lenses` (its **small**, **reg** and **plain** arms, retrained here
-# at the depths of the small arm with the same seeds, so the networks are the same).
+# these the same low-rank functions? The saddle-to-saddle paper conjectures part of the link (its
+# Sections 1.2 and 5: the plateaus climb in bottleneck rank, and training stops at the smallest
+# bottleneck rank that fits the data, a greedy search for a minimal-rank interpolator); neither
+# paper compares the function at a plateau with the regularised network's function. This page
+# does, on the networks of {doc}`01_five_lenses` (its **small**, **reg** and **plain** arms,
+# retrained here at the depths of the small arm with the same seeds, so the networks are the
+# same).
 #
 # :::{admonition} What this page shows
 # - **P8 fails.** At the end of its run the small-initialisation network does not compute the
@@ -233,7 +237,10 @@ ledger.below("p8-control-plain", "control", "added 2026-11-26: the same similari
 # subspace similarity of the small-initialisation and $L_2$ networks, in brackets the same for the
 # plain network and for two $L_2$ networks of different seeds; then the training costs of the small
 # and $L_2$ networks). The failure is clearest at depth 6, where the small-initialisation runs end
-# on a plateau, a function of lower rank than the regularised one. At
+# on a plateau, a function of lower rank than the regularised one. P8 as written counted such a
+# plateau; whether the small runs would go on to the regularised network's function with more
+# steps, these runs do not say (on seed 0 the depth-6 small networks have two singular values
+# above 0.5 in the middle layer, the regularised ones three: {doc}`01_five_lenses`). At
 # depth {glue:text}`p8-top`, where they converge, the small network's function is nearer the
 # $L_2$ network's than a network trained from standard initialisation is (by
 # {glue:text}`p8-closer` in similarity), but not at it: two $L_2$ networks of different seeds agree

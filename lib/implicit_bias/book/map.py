@@ -19,26 +19,33 @@ MAP_PATH = Path("book") / "generated" / "map.svg"
 
 @dataclass(frozen=True)
 class Node:
-    """One paper (or the synthesis) as a box: its part folder, title and the objects it studies."""
+    """One paper (or the synthesis) as a box: its part folder, title and the objects it studies;
+    ``own``: the synthesis predictions that are this paper's own statement, tested on the common
+    networks without another paper's measure (written in the box, not drawn as arrows)."""
 
     part: str
     title: str
     objects: str
     xy: tuple[float, float]
+    own: str = ""
 
 
 @dataclass(frozen=True)
 class Edge:
     """A connection between two parts, labelled with what links them (and the synthesis
     prediction that tests it, ``P1``..``P8`` of chapters/synthesis/). ``cross`` is False for a
-    prediction that is one paper's own statement measured on the synthesis's networks (drawn
-    dashed, between that paper and the paper whose measure it borrows)."""
+    prediction that is one paper's own conjecture measured with another paper's object (drawn
+    dashed: P1, the saddle paper's conjecture counted with the bottleneck's learned rank); a
+    paper's own statement that uses no other paper's measure is no arrow (see ``Node.own``).
+    ``bend`` curves the arrow (matplotlib's ``arc3`` radius) so that two arrows between the same
+    boxes stay apart."""
 
     a: str
     b: str
     label: str
     at: float = 0.5   # where the label sits along the arrow, from a (0) to b (1)
     cross: bool = True
+    bend: float = 0.0
 
 
 NODES: tuple[Node, ...] = (
@@ -47,25 +54,25 @@ NODES: tuple[Node, ...] = (
     Node("rank_minimization", "Rank minimization\n(Timor, Vardi & Shamir)",
          "$\\|W\\|_2/\\|W\\|_F$, stable rank\ndepth lowers the rank", (0.82, 0.82)),
     Node("bottleneck", "Bottleneck structure\n(Jacot)",
-         "learned rank $k$, $\\|\\theta\\|^2\\approx kL$\nrank-$k$ partial isometries", (0.50, -0.08)),
+         "learned rank $k$, $\\|\\theta\\|^2\\approx kL$\nrank-$k$ partial isometries", (0.50, -0.08),
+         own="P5 tests its own law"),
     Node("saddle_to_saddle", "Saddle-to-saddle\n(Bantzis, Simon & Jacot)",
-         "small init: plateaus,\nrank-one escapes, rank grows", (0.90, 0.30)),
+         "small init: plateaus,\nrank-one escapes, rank grows", (0.90, 0.30),
+         own="P2 tests its own statement"),
     Node("extrapolation", "Reversion to the OCS\n(Kang et al.)",
-         "shifted inputs: late-layer norms\nshrink, predictions $\\to$ OCS", (0.10, 0.30)),
+         "shifted inputs: late-layer norms\nshrink, predictions $\\to$ OCS", (0.10, 0.30),
+         own="P7 tests its own mechanism"),
     Node("synthesis", "One family of deep ReLU MLPs\ntrained by gradient descent",
          "(the synthesis: all five\nlenses on the same runs)", (0.50, 0.47)),
 )
 
 EDGES: tuple[Edge, ...] = (
-    Edge("invariances", "bottleneck", "P3: balanced layers,\n$\\|W_\\ell\\|_F^2\\approx k$", 0.72),
+    Edge("invariances", "bottleneck", "P3: balanced layers,\n$\\|W_\\ell\\|_F^2\\approx k$", 0.6),
     Edge("invariances", "rank_minimization", "P4: alignment of adjacent layers"),
-    Edge("saddle_to_saddle", "bottleneck", "P1: escapes = learned rank?\nP8: pauses at the\n$L_2$ functions?"),
-    Edge("saddle_to_saddle", "rank_minimization", "P2: singular values\none at a time\n(saddle paper's own)",
-         cross=False),
-    Edge("rank_minimization", "bottleneck", "P5: $\\|\\theta\\|^2$ grows like $kL$\n(Jacot's own law)", 0.72,
-         cross=False),
+    Edge("saddle_to_saddle", "bottleneck", "P8: pauses at the\n$L_2$ functions?", 0.5, bend=-0.4),
+    Edge("saddle_to_saddle", "bottleneck", "P1: escapes = learned rank?\n(saddle paper's conjecture)", 0.66,
+         cross=False, bend=0.3),
     Edge("bottleneck", "extrapolation", "P6: deeper = faster\nreversion?"),
-    Edge("invariances", "extrapolation", "P7: late-layer norms\n(Kang et al.'s own)", cross=False),
 )
 
 
@@ -89,13 +96,20 @@ def draw_map():
         (x0, y0), (x1, y1) = where[e.a].xy, where[e.b].xy
         ax.annotate("", xy=(x1, y1), xytext=(x0, y0),
                     arrowprops=dict(arrowstyle="<->", color="#7a7a7a", lw=1.2, shrinkA=38, shrinkB=38,
-                                    ls="-" if e.cross else "--"))
-        ax.text(x0 + e.at * (x1 - x0), y0 + e.at * (y1 - y0), e.label, ha="center", va="center", fontsize=7.5,
-                color="#303030", zorder=4,
+                                    ls="-" if e.cross else "--",
+                                    connectionstyle=f"arc3,rad={e.bend}"))
+        tx, ty = x0 + e.at * (x1 - x0), y0 + e.at * (y1 - y0)
+        if e.bend:   # the label on the curve: half the way to arc3's control point, in display coordinates
+            (px0, py0), (px1, py1) = ax.transData.transform([(x0, y0), (x1, y1)])
+            ptx, pty = ax.transData.transform((tx, ty))
+            tx, ty = ax.transData.inverted().transform((ptx + 0.5 * e.bend * (py1 - py0),
+                                                        pty - 0.5 * e.bend * (px1 - px0)))
+        ax.text(tx, ty, e.label, ha="center", va="center", fontsize=7.5, color="#303030", zorder=4,
                 bbox=dict(boxstyle="round,pad=0.2", fc="white", ec="none", alpha=0.9))
     for n in NODES:
         centre = n.part == "synthesis"
-        ax.text(*n.xy, f"{n.title}\n\n{n.objects}", ha="center", va="center", fontsize=8.5,
+        own = f"\n({n.own})" if n.own else ""
+        ax.text(*n.xy, f"{n.title}\n\n{n.objects}{own}", ha="center", va="center", fontsize=8.5,
                 fontweight="bold" if centre else "normal", zorder=3,
                 bbox=dict(boxstyle="round,pad=0.45", fc="#fff4d6" if centre else "#e8f0fb",
                           ec="#c58b00" if centre else "#3b6db3", lw=1.2))
