@@ -136,32 +136,21 @@ print("held-out accuracy, worst member per depth:", {L: round(float(a.min()), 3)
 # convergence bears on the lemma.
 
 # %%
-def max_relative_drop(hist, L):
-    """Largest relative decrease of the smoothed normalised margin after the loss fell below 1."""
-    J, norm = hist.stacked("J"), hist.stacked("norm")
-    g = H.smoothed_normalized_margin(J, norm, L)
-    drops = []
-    for e in range(J.shape[1]):
-        s = g[J[:, e] < 0, e]
-        drops.append(float(((s[:-1] - s[1:]).clamp_min(0) / s[:-1]).max()) if len(s) > 1 else 0.0)
-    return np.array(drops)
-
 L_chk = depths[1]
-drop_coarse = max_relative_drop(hists[L_chk], L_chk)
+drop_coarse = H.max_relative_drop(hists[L_chk], L_chk)
 fine_net = H.init_weights(d, P["width"], L_chk, E, seed=1000 * seed + L_chk)
 fine_hist = H.train_flow(fine_net, X_tr, y_tr, 4 * P["steps"], P["eta"] / 4, every=200)
-drop_fine = max_relative_drop(fine_hist, L_chk)
+drop_fine = H.max_relative_drop(fine_hist, L_chk)
 cosines = {L: H.direction_cosine(hists[L].halfway, nets[L]) for L in depths}
-balance = {L: (hists[L].stacked("layer_sq")[-1].max(-1).values / hists[L].stacked("layer_sq")[-1].min(-1).values).sqrt()
-           for L in depths}
-print(f"depth {L_chk}: largest margin decrease, eta = {P['eta']}: {np.round(drop_coarse, 4)}; eta/4: {np.round(drop_fine, 4)}")
+balance = {L: H.layer_balance(hists[L]) for L in depths}
+print(f"depth {L_chk}: largest margin decrease, eta = {P['eta']}: {np.round(drop_coarse.numpy(), 4)}; eta/4: {np.round(drop_fine.numpy(), 4)}")
 print("cosine of the directions at T/2 and T (worst member):", {L: round(float(c.min()), 4) for L, c in cosines.items()})
 print("max/min layer Frobenius norm at the end (worst member):", {L: round(float(b.max()), 4) for L, b in balance.items()})
 glue("th-drop-coarse", float(drop_coarse.max()), display=False)
 glue("th-drop-fine", float(drop_fine.max()), display=False)
 glue("th-cos-min", min(float(c.min()) for c in cosines.values()), display=False)
 
-shrink = float((drop_fine / np.maximum(drop_coarse, 1e-12)).max())
+shrink = float((drop_fine / drop_coarse.clamp_min(1e-12)).max())
 ledger.below("d1-margin-discretisation", "Lemma D.1 (Lyu & Li)", "the normalised margin's decreases are a discretisation effect: largest decrease with the step cut 4x / with the step, worst member",
              "monotone under gradient flow", shrink, 0.5, fmt=".2f", items="setting-homogeneous", bearing="control",
              origin="prior: an O(eta) effect shrinks about 4x; at least 2x required",
@@ -280,27 +269,14 @@ plt.close(fig)
 # $\mathbb E_{\rm OOD}\|f_j\|/\mathbb E_{\rm test}\|f_j\|$ for each layer.
 
 # %%
-rows, slack_min, frac_min, R_min, ood_ratio_last = [], math.inf, math.inf, math.inf, {}
-for L in depths:
-    W = nets[L]
-    gamma = (y_tr * H.forward(W, X_tr)).min(-1).values
-    frac = ((y_te * H.forward(W, X_te)) >= gamma[:, None]).double().mean(-1)
-    for Xe in (X_te, X_ood):
-        lhs, rhs = H.chain_bound(W, Xe)
-        slack_min = min(slack_min, float(((rhs - lhs) / rhs).min()))
-    ops = H.op_norms(W)
-    f_te, f_ood = H.features(W, X_te), H.features(W, X_ood)
-    R = torch.stack([f_te[j - 1].norm(dim=-1).mean(-1) * ops[:, j:].prod(-1) / gamma for j in range(1, L)], -1)
-    ratio = torch.stack([f_ood[j].norm(dim=-1).mean(-1) / f_te[j].norm(dim=-1).mean(-1) for j in range(L - 1)], -1)
-    ood_ratio_last[L] = ratio[:, -1]
-    frac_min, R_min = min(frac_min, float(frac.min())), min(R_min, float(R.min()))
-    rows.append((L, float(frac.min()), float(R.min()), ratio.mean(0).numpy()))
+p41 = {L: H.prop41_check(nets[L], X_tr, y_tr, X_te, y_te, X_ood) for L in depths}
+frac_min, R_min, slack_min = (min(float(c[key].min()) for c in p41.values()) for key in ("frac", "R", "slack"))
+ood_last = max(float(c["ood_ratio"][:, -1].max()) for c in p41.values())
 print("L  min frac(margin >= gamma)  min R_j  mean OOD/test feature norm per hidden layer")
-for L, fr, r, ra in rows:
-    print(f"{L:<2} {fr:>25.3f} {r:>8.3f}  {np.round(ra, 2)}")
-glue("th-frac-min", frac_min, display=False)
-glue("th-R-min", R_min, display=False)
-glue("th-ood-last", max(float(v.max()) for v in ood_ratio_last.values()), display=False)
+for L, c in p41.items():
+    print(f"{L:<2} {float(c['frac'].min()):>25.3f} {float(c['R'].min()):>8.3f}  {np.round(c['ood_ratio'].mean(0).numpy(), 2)}")
+for name, value in {"th-frac-min": frac_min, "th-R-min": R_min, "th-ood-last": ood_last}.items():
+    glue(name, value, display=False)
 
 print(f"smallest relative slack of the chain inequality (test and OOD inputs, every layer): {slack_min:.3g}")
 ledger.above("p41-margin-kept", "Prop. 4.1", "held-out fraction with margin >= the smallest training margin",
@@ -310,7 +286,7 @@ ledger.above("p41-margin-kept", "Prop. 4.1", "held-out fraction with margin >= t
 # a control: the OOD set is drawn uniformly on the sphere, off the training clusters, so its features
 # are smaller by construction of the data for any network that has fitted the clusters
 ledger.below("p41-ood-smaller", "Sec. 4 (mechanism)", "OOD features at the last hidden layer are smaller than held-out ones (norm ratio; OOD set built off the clusters)",
-             "OOD norms drop", max(float(v.max()) for v in ood_ratio_last.values()), 1.0, items="mechanism",
+             "OOD norms drop", ood_last, 1.0, items="mechanism",
              bearing="control", origin="theory: 1 = no change")
 
 # %% [markdown]
@@ -400,17 +376,15 @@ ledger.above("d2-vacuous", "Lemma D.2 (Bartlett et al.)", "leading term of the m
 
 # %%
 W_sh = H.margin_one_balanced(shallow, X_tr, y_tr)
-C_wit = torch.stack([W.pow(2).sum((1, 2)).sqrt() for W in W_sh], -1).max(-1).values  # (E,)
+C_wit = H.frobenius_norms(W_sh).max(-1).values  # (E,)
 rho = {L: torch.stack([spectra.spectral_frobenius_ratio(W) for W in nets[L]], -1) for L in depths}  # (E, L)
 rho_bar = {L: r.mean(-1) for L, r in rho.items()}
 bounds = {L: (np.array([H.lemma_d4_bound(L, 2, float(c), "proof") for c in C_wit]),
               np.array([H.lemma_d4_bound(L, 2, float(c), "statement") for c in C_wit])) for L in depths if L > 2}
 L_max = depths[-1]
-mid = slice(1, L_max - 1)  # W_2 .. W_{L-1}: the square middle layers
-sv = [torch.linalg.svdvals(W) for W in nets[L_max][mid]]
-s21 = torch.stack([s[:, 1] / s[:, 0] for s in sv], -1)  # (E, L-2)
-s31 = torch.stack([s[:, 2] / s[:, 0] for s in sv], -1)
-rho_mid = rho[L_max][:, mid]
+s_ratio = H.middle_singular_ratios(nets[L_max], k=3)  # (3, E, L-2): s_k/s_1 of W_2 .. W_{L-1}, the square middle layers
+s21, s31 = s_ratio[1], s_ratio[2]
+rho_mid = rho[L_max][:, 1:L_max - 1]
 print("witness C (margin one, balanced):", np.round(C_wit.numpy(), 3))
 print("L   mean rho_bar   proof bound (eq. 7)   bound as stated")
 for L in depths:
@@ -420,17 +394,13 @@ print(f"depth {L_max}, middle layers: rho = {np.round(rho_mid.mean(0).numpy(), 3
       f"s2/s1 = {np.round(s21.mean(0).numpy(), 3)}, s3/s1 = {np.round(s31.mean(0).numpy(), 3)}")
 
 deeper = [L for L in depths if L > 2]
-glue("th-rho-2", float(rho_bar[depths[0]].mean()), display=False)
-glue("th-rho-max", float(rho_bar[L_max].mean()), display=False)
-glue("th-Lmax", L_max, display=False)
-glue("th-stmt-max", float(bounds[L_max][1].mean()), display=False)
-glue("th-proof-max", float(bounds[L_max][0].mean()), display=False)
-s21_mean = s21.mean(-1)  # (E,): mean over the middle layers
-rho_mid_mean = rho_mid.mean(-1)
-glue("th-s21", float(s21_mean.min()), display=False)
-glue("th-s21-last", float(s21[:, -1].mean()), display=False)
-glue("th-s31", float(s31.max()), display=False)
-glue("th-rho-mid", float(rho_mid_mean.max()), display=False)
+s21_mean, rho_mid_mean = s21.mean(-1), rho_mid.mean(-1)  # (E,): means over the middle layers
+for name, value in {"th-rho-2": float(rho_bar[depths[0]].mean()), "th-rho-max": float(rho_bar[L_max].mean()),
+                    "th-Lmax": L_max, "th-stmt-max": float(bounds[L_max][1].mean()),
+                    "th-proof-max": float(bounds[L_max][0].mean()), "th-s21": float(s21_mean.min()),
+                    "th-s21-last": float(s21[:, -1].mean()), "th-s31": float(s31.max()),
+                    "th-rho-mid": float(rho_mid_mean.max())}.items():
+    glue(name, value, display=False)
 
 ledger.holds("d4-proof-bound", "Lemma D.4, eq. 7 (Timor et al. Thm 5)", "rho_bar_L >= (1/sqrt2)(sqrt2/C)^{L'/L} sqrt(L/(L+1)) for L > 2, every member",
              "holds at the global optimum (trained nets: KKT points, not certified optima)", ", ".join(f"{float((rho_bar[L].numpy() - bounds[L][0]).min()):+.3f}" for L in deeper),
@@ -457,8 +427,7 @@ ledger.below("d4-rho-near-sqrt2", "Lemma D.4 (book)", f"depth {L_max}: mean midd
 
 # %%
 fig, axes = plotting.subplots(2)
-Ls = np.array(depths)
-axes[0].errorbar(Ls, [float(rho_bar[L].mean()) for L in depths], yerr=[float(rho_bar[L].std()) for L in depths],
+axes[0].errorbar(np.array(depths), [float(rho_bar[L].mean()) for L in depths], yerr=[float(rho_bar[L].std()) for L in depths],
                  marker="o", color=plotting.color(0), label=r"measured $\bar\rho_L$")
 Lg = np.arange(3, 65)
 cmean = float(C_wit.mean())
@@ -470,9 +439,8 @@ ticks = [2, 4, 8, 16, 32, 64]
 axes[0].set_xticks(ticks, [str(t) for t in ticks])
 axes[0].xaxis.set_minor_formatter(plt.NullFormatter())  # no overlapping minor labels on the log axis
 axes[0].legend(loc="lower right")
-for i, k in enumerate(range(3)):
-    axes[1].plot(np.arange(2, L_max), torch.stack([s[:, k] / s[:, 0] for s in sv], -1).mean(0).numpy(), marker="o",
-                 color=plotting.color(i), label=f"$s_{k + 1}/s_1$")
+for k in range(3):
+    axes[1].plot(np.arange(2, L_max), s_ratio[k].mean(0).numpy(), marker="o", color=plotting.color(k), label=f"$s_{k + 1}/s_1$")
 axes[1].set(xlabel=f"layer i (depth {L_max})", ylabel="singular value ratio", ylim=(0, 1.05))
 axes[1].legend()
 glue("fig-th-rank", fig, display=False)
@@ -552,23 +520,17 @@ plt.close(fig)
 
 # %%
 j_mid = L_max // 2
-W = nets[L_max]
-split = {(k, name): H.split_bound(W, Xe, j_mid, k) for k in (1, 2) for name, Xe in (("test", X_te), ("ood", X_ood))}
-viol = max(float(((s["abs_f"] - s["bound"]) / s["bound"].amax(-1, keepdim=True)).max()) for s in split.values())
-tight = {k: float((split[(k, "test")]["abs_f"] / split[(k, "test")]["bound"]).mean()) for k in (1, 2)}
-out_ratio = H.forward(W, X_ood).abs().mean(-1) / H.forward(W, X_te).abs().mean(-1)
-proj_ratio = {k: (split[(k, "ood")]["proj"].mean(-1) / split[(k, "ood")]["norm"].mean(-1))
-              / (split[(k, "test")]["proj"].mean(-1) / split[(k, "test")]["norm"].mean(-1)) for k in (1, 2)}
-in_top2 = float((split[(2, "test")]["proj"].pow(2).sum(-1) / split[(2, "test")]["norm"].pow(2).sum(-1)).min())
-print(f"layer j = {j_mid} of depth {L_max}: worst relative violation of the split bound: {viol:.1e}")
+split = H.split_summary(nets[L_max], X_te, X_ood, j_mid, ks=(1, 2))
+tight, out_ratio, proj_ratio = split.tightness, split.out_ratio, split.proj_ratio
+in_top2 = float(split.energy_share[2].min())
+print(f"layer j = {j_mid} of depth {L_max}: worst relative violation of the split bound: {split.violation:.1e}")
 print(f"tightness E[|f| / bound] on held-out inputs: k=1: {tight[1]:.3f}, k=2: {tight[2]:.3f}")
 print(f"share of the held-out feature energy in the top-2 subspace: {in_top2:.4f}")
 print(f"E_OOD|f| / E_test|f|: {np.round(out_ratio.numpy(), 3)}")
 print("OOD / held-out ratio of E||A f_j|| / E||f_j||:", {k: np.round(v.numpy(), 3) for k, v in proj_ratio.items()})
-glue("th-tight-1", tight[1], display=False)
-glue("th-tight-2", tight[2], display=False)
-glue("th-out-ratio", float(out_ratio.max()), display=False)
-glue("th-in-top2", in_top2, display=False)
+for name, value in {"th-tight-1": tight[1], "th-tight-2": tight[2], "th-out-ratio": float(out_ratio.max()),
+                    "th-in-top2": in_top2, "th-proj1-min": float(proj_ratio[1].min())}.items():
+    glue(name, value, display=False)
 
 ledger.above("t41-rank2-tighter", "Thm. 4.1 (book)", "the rank-2 split is tighter than the rank-1 split: E[|f|/bound] for k=2 minus k=1",
              "rank-1 projections suffice", tight[2] - tight[1], 0.0, items="thm41", bearing="qualifies", origin="prior")
@@ -582,7 +544,6 @@ ledger.above("t41-premise-absent", "Thm. 4.1", f"the premise: OOD / held-out ran
              "OOD features have small projections, hence small outputs", premise_gap, 0.0, fmt=".2f", items="thm41",
              bearing="qualifies", origin="after-seeds: 'projection ratio above 0.8' (0.91-0.93 on seed 0) failed on seeds 2 "
                                          "and 4 (0.74, 0.80); restated as: the projections shrink less than the outputs")
-glue("th-proj1-min", float(proj_ratio[1].min()), display=False)
 
 # %% [markdown]
 # The split bound holds for every input, as it must for any weights (the largest relative
@@ -649,22 +610,13 @@ bias = torch.zeros(Eb)
 hb = H.train_flow(Wb, Xb, yb, P["bias_steps"], P["eta"], bias=bias)
 b_hist, norm_hist = hb.stacked("bias"), hb.stacked("norm")
 
-lam = torch.tensor([1.0, 0.5, 0.1])
-f_full = H.forward(Wb, Xb, bias)
-homog = max(float(((H.forward(Wb, l * Xb, bias) - bias[:, None]) - l * (f_full - bias[:, None])).abs().max()
-                  / (l * (f_full - bias[:, None])).abs().max()) for l in lam)
-half = len(hb.steps) // 2
-settle = float(((b_hist[-1] - b_hist[half]).abs() / b_hist[-1].abs().clamp_min(1.0)).max())
-share = float((bias.abs() / (f_full - bias[:, None]).abs().mean(-1)).max())
+homog = H.input_homogeneity_error(Wb, Xb, bias, lams=(1.0, 0.5, 0.1))
+settle = float(H.bias_drift(b_hist, len(hb.steps) // 2).max())
+share = float(H.bias_share(Wb, Xb, bias).max())
 share_theta = (b_hist.abs() / norm_hist)  # (T, Eb)
-q = yb * f_full
-M = H.margin_points(q, 0.05)
-sum_M = torch.stack([yb[M[e]].sum() for e in range(Eb)])
-ocs_sign = float(torch.sign((yb > 0).sum() - (yb < 0).sum()))
-decided = sum_M != 0  # members whose margin points do not cancel (the proposition's direction is defined)
-agree_M = int((torch.sign(bias) == torch.sign(sum_M))[decided].sum())
-n_M = int(decided.sum())
-agree_ocs = int((torch.sign(bias) == ocs_sign).sum())
+# sign(b) against the margin points' label sum (members whose margin points cancel are left out) and the OCS
+signs = H.bias_sign_agreement(bias, yb * H.forward(Wb, Xb, bias), yb, eps=0.05)
+agree_M, n_M, agree_ocs, ocs_sign = signs.margin, signs.decided, signs.ocs, signs.ocs_sign
 ci_M, ci_ocs = ocs.binomial_interval(agree_M, n_M), ocs.binomial_interval(agree_ocs, Eb)
 print(f"N+ = {int((yb > 0).sum())}, N- = {int((yb < 0).sum())}: OCS sign {ocs_sign:+.0f}; {Eb} members")
 print(f"final bias b: mean {float(bias.mean()):+.3f}, sd {float(bias.std()):.3f}, "
@@ -674,14 +626,10 @@ print(f"|b| / ||theta|| (median over members): {float(share_theta[0].median()):.
 print(f"sign(b) agrees with sign(label sum of margin points, eps = 0.05) in {agree_M} of {n_M} members "
       f"(95% interval {ci_M[0]:.2f}-{ci_M[1]:.2f}; {Eb - n_M} members with a zero sum left out)")
 print(f"sign(b) agrees with the OCS in {agree_ocs} of {Eb} (95% interval {ci_ocs[0]:.2f}-{ci_ocs[1]:.2f})")
-glue("th-homog", homog, display=False)
-glue("th-bias-share", share, display=False)
-glue("th-agree-M", agree_M, display=False)
-glue("th-n-M", n_M, display=False)
-glue("th-agree-ocs", agree_ocs, display=False)
-glue("th-Eb", Eb, display=False)
-glue("th-ci-M", f"{ci_M[0]:.2f}-{ci_M[1]:.2f}", display=False)
-glue("th-ci-ocs", f"{ci_ocs[0]:.2f}-{ci_ocs[1]:.2f}", display=False)
+for name, value in {"th-homog": homog, "th-bias-share": share, "th-agree-M": agree_M, "th-n-M": n_M,
+                    "th-agree-ocs": agree_ocs, "th-Eb": Eb, "th-ci-M": f"{ci_M[0]:.2f}-{ci_M[1]:.2f}",
+                    "th-ci-ocs": f"{ci_ocs[0]:.2f}-{ci_ocs[1]:.2f}"}.items():
+    glue(name, value, display=False)
 
 print(f"input homogeneity f~(lambda x) - b = lambda (f~(x) - b), largest relative error: {homog:.1e}")
 ledger.below("p42-bias-settles", "Prop. 4.2 (book)", "the bias settles: |b_T - b_{T/2}| / max(1, |b_T|), worst member",

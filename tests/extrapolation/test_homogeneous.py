@@ -146,3 +146,98 @@ def test_margin_bound_term_is_scale_invariant():
     t = H.margin_bound_term(W, X, y)
     assert t.shape == (2,) and bool((t > 0).all())
     assert torch.allclose(H.margin_bound_term([2.0 * M for M in W], X, y), t)
+
+
+# --- the measurements of the page 04_theory ---------------------------------------------------
+
+
+def _two_layer_sum() -> list[torch.Tensor]:
+    """f(x) = relu(x_1) + relu(x_2): W_1 = I_2, W_2 = (1, 1), one member."""
+    return [torch.eye(2, dtype=torch.float64).unsqueeze(0), torch.ones(1, 1, 2, dtype=torch.float64)]
+
+
+def test_frobenius_norms_and_layer_balance():
+    W = [torch.full((2, 3, 4), 0.5, dtype=torch.float64), torch.ones(2, 1, 3, dtype=torch.float64)]
+    assert torch.allclose(H.frobenius_norms(W), torch.tensor([[math.sqrt(3.0), math.sqrt(3.0)]] * 2, dtype=torch.float64))
+    hist = H.FlowHistory(layer_sq=[torch.ones(2, 3), torch.tensor([[1.0, 4.0, 1.0], [9.0, 9.0, 9.0]])])
+    assert torch.allclose(H.layer_balance(hist), torch.tensor([2.0, 1.0]))
+
+
+def test_max_relative_drop_on_a_known_history():
+    # depth 1 and norm 1, so the smoothed margin is -J; only records with J < 0 count
+    J = torch.tensor([[0.5, 1.0, 1.0], [-1.0, 1.0, -1.0], [-2.0, 1.0, -2.0], [-1.5, 1.0, -3.0], [-3.0, -1.0, -4.0]],
+                     dtype=torch.float64)
+    hist = H.FlowHistory(J=list(J), norm=[torch.ones(3, dtype=torch.float64)] * 5)
+    # member 0: margins 1, 2, 1.5, 3 -> one drop of 0.5 / 2; member 1: one record; member 2: monotone
+    assert torch.allclose(H.max_relative_drop(hist, 1), torch.tensor([0.25, 0.0, 0.0], dtype=torch.float64))
+
+
+def test_prop41_check_on_a_known_network():
+    W = _two_layer_sum()  # ||W_2||_op = sqrt 2
+    X_tr, y_tr = torch.eye(2, dtype=torch.float64), torch.ones(2, dtype=torch.float64)  # gamma = 1
+    X_te = torch.tensor([[0.6, 0.8], [0.5, 0.0]], dtype=torch.float64)  # f = 1.4 (kept), 0.5 (not)
+    y_te = torch.ones(2, dtype=torch.float64)
+    X_ood = torch.tensor([[-0.6, 0.8]], dtype=torch.float64)  # f_1 = (0, 0.8)
+    c = H.prop41_check(W, X_tr, y_tr, X_te, y_te, X_ood)
+    assert torch.allclose(c["frac"], torch.tensor([0.5], dtype=torch.float64))
+    assert torch.allclose(c["R"], torch.tensor([[0.75 * math.sqrt(2)]], dtype=torch.float64))
+    assert torch.allclose(c["ood_ratio"], torch.tensor([[0.8 / 0.75]], dtype=torch.float64))
+    # chain slack 1 - E|f| / (sqrt2 E||f_1||): 1 - 0.95 / (0.75 sqrt2) held out, 1 - 1/sqrt2 OOD
+    assert torch.allclose(c["slack"], torch.tensor([1 - 0.95 / (0.75 * math.sqrt(2))], dtype=torch.float64))
+    # and R_j >= frac, the chain inequality on the kept points, for trained networks
+    X, y = H.sphere_clusters(80, 6, n_clusters=2, seed=0)
+    Wt = H.init_weights(6, 8, 3, members=2, seed=1)
+    H.train_flow(Wt, X[:40], y[:40], 300, 0.01)
+    ct = H.prop41_check(Wt, X[:40], y[:40], X[40:], y[40:], H.sphere_uniform(30, 6, seed=2))
+    assert ct["R"].shape == (2, 2) and ct["ood_ratio"].shape == (2, 2)
+    assert bool((ct["R"] >= ct["frac"][:, None] * (1 - 1e-12)).all()) and bool((ct["slack"] >= -1e-12).all())
+
+
+def test_middle_singular_ratios_on_diagonal_layers():
+    eye = torch.eye(3, dtype=torch.float64).unsqueeze(0)
+    W = [eye, torch.diag(torch.tensor([2.0, 1.0, 0.5], dtype=torch.float64)).unsqueeze(0),
+         torch.diag(torch.tensor([4.0, 0.0, 4.0], dtype=torch.float64)).unsqueeze(0), torch.ones(1, 1, 3, dtype=torch.float64)]
+    r = H.middle_singular_ratios(W, k=3)
+    assert r.shape == (3, 1, 2)
+    assert torch.allclose(r[:, 0, 0], torch.tensor([1.0, 0.5, 0.25], dtype=torch.float64))  # W_2
+    assert torch.allclose(r[:, 0, 1], torch.tensor([1.0, 1.0, 0.0], dtype=torch.float64))  # W_3: rank two
+    with pytest.raises(ValueError):
+        H.middle_singular_ratios(W[:1] + W[-1:])
+    with pytest.raises(ValueError):
+        H.middle_singular_ratios(W, k=4)
+
+
+def test_split_summary_under_input_scaling():
+    # OOD inputs = 2 x held-out inputs: outputs double (degree 1 in the input), projection shares do not change
+    W = [M.abs() for M in H.init_weights(5, 6, 4, members=3, seed=2)]  # positive: no input gives 0 / 0
+    X = torch.rand(40, 5, dtype=torch.float64)
+    sp = H.split_summary(W, X, 2.0 * X, j=2, ks=(1, 2, 6))
+    assert sp.violation <= 1e-12
+    assert torch.allclose(sp.out_ratio, torch.full((3,), 2.0, dtype=torch.float64))
+    for k in (1, 2, 6):
+        assert torch.allclose(sp.proj_ratio[k], torch.ones(3, dtype=torch.float64))
+        direct = H.split_bound(W, X, 2, k)
+        assert sp.tightness[k] == pytest.approx(float((direct["abs_f"] / direct["bound"]).mean()))
+    assert torch.allclose(sp.energy_share[6], torch.ones(3, dtype=torch.float64))  # k = width: all the energy
+    assert bool((sp.energy_share[1] <= sp.energy_share[2]).all())
+
+
+def test_output_bias_measurements():
+    W, X = _two_layer_sum(), torch.tensor([[1.0, 0.0], [0.0, 2.0]], dtype=torch.float64)  # f = 1, 2
+    b = torch.tensor([0.3], dtype=torch.float64)
+    assert torch.allclose(H.bias_share(W, X, b), torch.tensor([0.2], dtype=torch.float64))  # 0.3 / 1.5
+    assert H.input_homogeneity_error(W, X, b, lams=(1.0,)) == 0.0
+    Wr = H.init_weights(5, 6, 4, members=2, seed=1)
+    assert H.input_homogeneity_error(Wr, torch.randn(9, 5, dtype=torch.float64),
+                                     torch.tensor([0.3, -1.2], dtype=torch.float64)) < 1e-12
+    b_hist = torch.tensor([[0.0, 0.0], [0.5, 4.0], [0.6, 5.0]], dtype=torch.float64)
+    assert torch.allclose(H.bias_drift(b_hist, 1), torch.tensor([0.1, 0.2], dtype=torch.float64))  # /max(1,|b|)
+
+
+def test_bias_sign_agreement_counts():
+    y = torch.tensor([1.0, 1.0, 1.0, -1.0])  # OCS sign +1
+    margins = torch.tensor([[1.0, 5.0, 5.0, 1.0],    # margin points {0, 3}: label sum 0, left out
+                            [1.0, 5.0, 5.0, 5.0],    # {0}: +1
+                            [5.0, 5.0, 5.0, 1.0]])   # {3}: -1
+    a = H.bias_sign_agreement(torch.tensor([-0.1, 0.2, 0.3]), margins, y, eps=0.05)
+    assert (a.margin, a.decided, a.ocs, a.members, a.ocs_sign) == (1, 2, 2, 3, 1.0)

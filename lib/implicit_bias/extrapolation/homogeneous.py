@@ -15,7 +15,11 @@ followed far past separation in float64.
 
 Also here: margins and the smoothed normalised margin of Lyu & Li (2020), rescaling to the
 margin-one, layer-balanced representative, the deterministic inequalities behind Prop. 4.1 and
-Thm. 4.1, margin points (Prop. 4.2), and the constants of Lemma D.4 as stated and as proved.
+Thm. 4.1, margin points (Prop. 4.2), and the constants of Lemma D.4 as stated and as proved; and
+the measurements the page ``04_theory`` makes of them (:func:`max_relative_drop`,
+:func:`layer_balance`, :func:`prop41_check`, :func:`middle_singular_ratios`,
+:func:`split_summary`, :func:`input_homogeneity_error`, :func:`bias_drift`, :func:`bias_share`,
+:func:`bias_sign_agreement`).
 """
 
 from __future__ import annotations
@@ -212,11 +216,38 @@ def direction_cosine(a: Sequence[torch.Tensor], b: Sequence[torch.Tensor]) -> to
     return (va * vb).sum(1) / (va.norm(dim=1) * vb.norm(dim=1))
 
 
+def frobenius_norms(weights: Sequence[torch.Tensor]) -> torch.Tensor:
+    """Frobenius norms ``||W_l||_F`` of every layer of every member, ``(E, L)``."""
+    return torch.stack([W.pow(2).sum((1, 2)).sqrt() for W in weights], -1)
+
+
+def max_relative_drop(hist: FlowHistory, depth: int) -> torch.Tensor:
+    """Largest relative decrease of the smoothed normalised margin between two consecutive
+    records, counted only once the summed loss is below 1 (``J < 0``), per member ``(E,)``.
+
+    Gradient flow never decreases the margin there (Lyu & Li 2020), so a positive value is a
+    discretisation effect; a member with fewer than two such records gets 0."""
+    J, norm = hist.stacked("J"), hist.stacked("norm")
+    g = smoothed_normalized_margin(J, norm, depth)
+    drops = []
+    for e in range(J.shape[1]):
+        s = g[J[:, e] < 0, e]
+        drops.append(float(((s[:-1] - s[1:]).clamp_min(0) / s[:-1]).max()) if len(s) > 1 else 0.0)
+    return torch.tensor(drops, dtype=torch.float64)
+
+
+def layer_balance(hist: FlowHistory) -> torch.Tensor:
+    """``max_l ||W_l||_F / min_l ||W_l||_F`` at the last record, per member ``(E,)``: 1 for
+    balanced layers (gradient flow conserves ``||W_{l+1}||_F^2 - ||W_l||_F^2``)."""
+    sq = hist.stacked("layer_sq")[-1]
+    return (sq.max(-1).values / sq.min(-1).values).sqrt()
+
+
 def margin_one_balanced(weights: Sequence[torch.Tensor], X: torch.Tensor, y: torch.Tensor) -> Weights:
     """The representative of the same classifier with minimum margin 1 and equal Frobenius
     norms in every layer (the form of a solution of the min-norm problem, Lemma D.4's proof).
     Rescaling layers by positive factors whose product is fixed leaves ``f`` unchanged."""
-    fro = torch.stack([W.pow(2).sum((1, 2)).sqrt() for W in weights], -1)  # (E, L)
+    fro = frobenius_norms(weights)  # (E, L)
     L = len(weights)
     geo = fro.log().mean(-1).exp()  # geometric mean
     balanced = [W * (geo / fro[:, i]).view(-1, 1, 1) for i, W in enumerate(weights)]
@@ -281,6 +312,84 @@ def split_bound(weights: Sequence[torch.Tensor], X: torch.Tensor, j: int, k: int
     return {"abs_f": forward(weights, X).abs(), "bound": bound, "proj": proj, "rest": rest, "norm": total}
 
 
+def prop41_check(weights: Sequence[torch.Tensor], X_tr: torch.Tensor, y_tr: torch.Tensor,
+                 X_te: torch.Tensor, y_te: torch.Tensor, X_ood: torch.Tensor
+                 ) -> dict[str, torch.Tensor]:
+    """The measurements of Prop. 4.1 on trained weights, per member.
+
+    With ``gamma`` the smallest training margin:
+
+    - ``frac`` ``(E,)``: the fraction of held-out points with margin ``>= gamma``;
+    - ``R`` ``(E, L-1)``: ``R_j = E_test||f_j|| prod_{k>j} ||W_k||_op / gamma`` for layers
+      ``j = 1..L-1`` (the proposition's conclusion in normalised form; by the chain inequality
+      ``R_j >= frac``);
+    - ``ood_ratio`` ``(E, L-1)``: ``E_OOD||f_j|| / E_test||f_j||`` per hidden layer;
+    - ``slack`` ``(E,)``: the smallest relative slack ``(rhs - lhs) / rhs`` of
+      :func:`chain_bound` over every layer, on the held-out and on the OOD inputs (``>= 0``
+      for any weights).
+    """
+    L = len(weights)
+    gamma = (y_tr * forward(weights, X_tr)).min(-1).values
+    frac = ((y_te * forward(weights, X_te)) >= gamma[:, None]).double().mean(-1)
+    slack = []
+    for Xe in (X_te, X_ood):
+        lhs, rhs = chain_bound(weights, Xe)
+        slack.append(((rhs - lhs) / rhs).amin(-1))
+    ops = op_norms(weights)
+    f_te, f_ood = features(weights, X_te), features(weights, X_ood)
+    R = torch.stack([f_te[j - 1].norm(dim=-1).mean(-1) * ops[:, j:].prod(-1) / gamma
+                     for j in range(1, L)], -1)
+    ratio = torch.stack([f_ood[j].norm(dim=-1).mean(-1) / f_te[j].norm(dim=-1).mean(-1)
+                         for j in range(L - 1)], -1)
+    return {"frac": frac, "R": R, "ood_ratio": ratio, "slack": torch.minimum(*slack)}
+
+
+def middle_singular_ratios(weights: Sequence[torch.Tensor], k: int = 3) -> torch.Tensor:
+    """``s_{i+1} / s_1`` for the ``k`` largest singular values of the middle layers
+    ``W_2 .. W_{L-1}`` (the square ones), shape ``(k, E, L-2)``: entry ``[i, e, l]`` is layer
+    ``W_{l+2}`` of member ``e``. Rank one gives ``(1, 0, 0, ...)`` along the first axis; two
+    equal singular values give ``(1, 1, 0, ...)``."""
+    if len(weights) < 3:
+        raise ValueError(f"need depth >= 3 for middle layers, got {len(weights)}")
+    sv = [torch.linalg.svdvals(W) for W in weights[1:-1]]
+    if min(s.shape[-1] for s in sv) < k:
+        raise ValueError(f"k = {k} exceeds the width of a middle layer")
+    return torch.stack([torch.stack([s[:, i] / s[:, 0] for s in sv], -1) for i in range(k)])
+
+
+@dataclass
+class SplitSummary:
+    """The measurements of Thm. 4.1's per-sample split (:func:`split_summary`).
+
+    ``violation``: the largest ``(|f| - bound) / max bound`` over members, inputs and ``k``
+    (``<= 0`` up to round-off for any weights); ``tightness[k]``: mean of ``|f| / bound`` over
+    members and held-out inputs; ``out_ratio`` ``(E,)``: ``E_OOD|f| / E_test|f|``;
+    ``proj_ratio[k]`` ``(E,)``: the OOD / held-out ratio of ``E||A f_j|| / E||f_j||``;
+    ``energy_share[k]`` ``(E,)``: ``sum ||A f_j||^2 / sum ||f_j||^2`` over the held-out inputs."""
+
+    violation: float
+    tightness: dict[int, float]
+    out_ratio: torch.Tensor
+    proj_ratio: dict[int, torch.Tensor]
+    energy_share: dict[int, torch.Tensor]
+
+
+def split_summary(weights: Sequence[torch.Tensor], X_te: torch.Tensor, X_ood: torch.Tensor, j: int,
+                  ks: Sequence[int] = (1, 2)) -> SplitSummary:
+    """Evaluate :func:`split_bound` at hidden layer ``j`` for each rank ``k`` in ``ks`` on
+    held-out inputs ``X_te`` and OOD inputs ``X_ood``, and summarise (:class:`SplitSummary`)."""
+    te = {k: split_bound(weights, X_te, j, k) for k in ks}
+    ood = {k: split_bound(weights, X_ood, j, k) for k in ks}
+    viol = max(float(((s["abs_f"] - s["bound"]) / s["bound"].amax(-1, keepdim=True)).max())
+               for part in (te, ood) for s in part.values())
+    tight = {k: float((te[k]["abs_f"] / te[k]["bound"]).mean()) for k in ks}
+    out_ratio = forward(weights, X_ood).abs().mean(-1) / forward(weights, X_te).abs().mean(-1)
+    proj_ratio = {k: (ood[k]["proj"].mean(-1) / ood[k]["norm"].mean(-1))
+                  / (te[k]["proj"].mean(-1) / te[k]["norm"].mean(-1)) for k in ks}
+    energy = {k: te[k]["proj"].pow(2).sum(-1) / te[k]["norm"].pow(2).sum(-1) for k in ks}
+    return SplitSummary(viol, tight, out_ratio, proj_ratio, energy)
+
+
 # --- Prop. 4.2 ------------------------------------------------------------------------------
 
 
@@ -291,6 +400,62 @@ def margin_points(margins: torch.Tensor, eps: float = 0.05) -> torch.Tensor:
         raise ValueError(f"eps must be >= 0, got {eps}")
     qmin = margins.min(-1, keepdim=True).values
     return margins <= qmin * (1 + eps)
+
+
+def input_homogeneity_error(weights: Sequence[torch.Tensor], X: torch.Tensor, bias: torch.Tensor,
+                            lams: Sequence[float] | torch.Tensor = (1.0, 0.5, 0.1)) -> float:
+    """Largest relative error of ``f~(lam x) - b = lam (f~(x) - b)`` (``f~ = f + b``, degree 1 in
+    the input for ``lam >= 0``) over ``lams``, members and the rows of ``X``; round-off for any
+    weights."""
+    f_full = forward(weights, X, bias)
+    b = bias[:, None]
+    errors = []
+    for lam in torch.as_tensor(lams, dtype=X.dtype):
+        scaled, expected = forward(weights, lam * X, bias) - b, lam * (f_full - b)
+        errors.append(float((scaled - expected).abs().max() / expected.abs().max()))
+    return max(errors)
+
+
+def bias_drift(b_hist: torch.Tensor, start: int) -> torch.Tensor:
+    """How much the bias moved after record ``start``: ``|b_T - b_start| / max(1, |b_T|)`` per
+    member, from the recorded biases ``b_hist`` ``(T, E)``."""
+    return (b_hist[-1] - b_hist[start]).abs() / b_hist[-1].abs().clamp_min(1.0)
+
+
+def bias_share(weights: Sequence[torch.Tensor], X: torch.Tensor,
+               bias: torch.Tensor) -> torch.Tensor:
+    """``|b| / E|f~(x) - b|`` over the rows of ``X``, per member ``(E,)``: the size of the output
+    bias against the bias-free outputs."""
+    return bias.abs() / (forward(weights, X, bias) - bias[:, None]).abs().mean(-1)
+
+
+@dataclass
+class SignAgreement:
+    """Counts of :func:`bias_sign_agreement`: ``margin`` members whose ``sign b`` equals the sign
+    of their margin points' label sum, among the ``decided`` members where that sum is not 0;
+    ``ocs`` members (of ``members``) whose ``sign b`` equals ``ocs_sign``, the sign of the
+    exponential-loss OCS ``(1/2) log(N+/N-)`` (0 for balanced labels)."""
+
+    margin: int
+    decided: int
+    ocs: int
+    members: int
+    ocs_sign: float
+
+
+def bias_sign_agreement(bias: torch.Tensor, margins: torch.Tensor, y: torch.Tensor,
+                        eps: float = 0.05) -> SignAgreement:
+    """Compare the sign of each member's output bias ``bias`` ``(E,)`` with what Prop. 4.2
+    predicts: the label sum of the margin points (:func:`margin_points` of ``margins``
+    ``(E, n)`` with tolerance ``eps``) and the sign of the OCS of the labels ``y`` ``(n,)``."""
+    M = margin_points(margins, eps)
+    E = bias.shape[0]
+    sum_M = torch.stack([y[M[e]].sum() for e in range(E)])
+    ocs_sign = float(torch.sign((y > 0).sum() - (y < 0).sum()))
+    decided = sum_M != 0
+    agree_M = int((torch.sign(bias) == torch.sign(sum_M))[decided].sum())
+    agree_ocs = int((torch.sign(bias) == ocs_sign).sum())
+    return SignAgreement(agree_M, int(decided.sum()), agree_ocs, E, ocs_sign)
 
 
 # --- Lemma D.4's constants ------------------------------------------------------------------
