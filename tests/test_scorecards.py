@@ -25,9 +25,12 @@ def cited(bearing: str | None, passed: bool = True, proxy: bool = False, items=(
     ([cited("supports"), cited("control")], "reproduced"),
     ([cited("supports"), cited("qualifies")], "qualified"),
     ([cited("supports"), cited("contradicts")], "contradicted"),
-    # a contradiction on stand-in data is not hidden behind a direct support
-    ([cited("contradicts", proxy=True), cited("supports")], "contradicted on stand-in data"),
-    ([cited("contradicts", proxy=True), cited("qualifies")], "contradicted on stand-in data"),
+    # a contradiction on stand-in data, with no direct finding
+    ([cited("contradicts", proxy=True), cited("supports", proxy=True)], "contradicted on stand-in data"),
+    # with direct findings that support it, it holds where the paper tested it, not on every
+    # stand-in: qualified (and the stand-in contradiction still reaches the summary and errata)
+    ([cited("contradicts", proxy=True), cited("supports")], "qualified"),
+    ([cited("contradicts", proxy=True), cited("qualifies")], "qualified"),
     ([cited("contradicts", proxy=True), cited("contradicts")], "contradicted"),
     ([cited("supports", proxy=True)], "proxy only"),
     ([cited("supports", proxy=True), cited("control")], "proxy only"),
@@ -68,13 +71,19 @@ def test_load_papers_and_statuses(tmp_path: Path):
 def test_contradictions_on_stand_in_data_reach_the_summary_and_the_errata(tmp_path: Path):
     write_items(tmp_path, ITEMS)
     papers = sc.load_papers(tmp_path)
-    claims = [cited("contradicts", proxy=True), cited("supports"), cited("control", items=("fig1",))]
-    rows = sc.statuses(papers["part"], claims)
-    assert [r.status for r in rows] == ["contradicted on stand-in data", "only controls"]
-    summary = sc.render_summary(papers, claims, ["part"])
-    assert "on stand-in data they contradict First theorem (Sec. 2)" in summary
-    errata = "\n".join(sc.render_contradicted(papers, claims, ["part"]))
-    assert "First theorem: contradicted on stand-in data by <a class=\"claim-link" in errata
+    for claims, status in [
+        ([cited("contradicts", proxy=True), cited("control", items=("fig1",))], "contradicted on stand-in data"),
+        # supported where the paper tested it: qualified, and the stand-in contradiction still shows
+        ([cited("contradicts", proxy=True), cited("supports"), cited("control", items=("fig1",))], "qualified"),
+    ]:
+        rows = sc.statuses(papers["part"], claims)
+        assert [r.status for r in rows] == [status, "only controls"]
+        summary = sc.render_summary(papers, claims, ["part"])
+        assert "on stand-in data they contradict First theorem (Sec. 2)" in summary
+        errata = "\n".join(sc.render_contradicted(papers, claims, ["part"]))
+        assert "First theorem: contradicted on stand-in data by <a class=\"claim-link" in errata
+        page = "\n".join(sc.render_scorecard(papers["part"], rows))
+        assert ("(a stand-in contradicts it)" in page) == (status == "qualified")
 
 
 @pytest.mark.parametrize("text, message", [
