@@ -81,8 +81,8 @@ import numpy as np
 import torch
 from myst_nb import glue
 
-from implicit_bias import models, plotting, spectra
-from implicit_bias.bottleneck import bounds, jacobians, structure, tasks, training
+from implicit_bias import plotting
+from implicit_bias.bottleneck import measures, structure, tasks, training
 from implicit_bias.chapter import start_chapter
 from implicit_bias.claims import Ledger
 
@@ -135,24 +135,9 @@ main = training.train_depths(
     P["width"], P["steps"], lr=P["lr"], lr_end=P["lr_end"], warmup=P["warmup"], record_every=P["steps"] // 20,
     device=dev, use_cache=P["cache"], name="bottleneck-fig1-adam")
 
-rows = []                                        # one row per network
-for L, run in main.items():
-    mid = structure.middle_index(L)
-    tail = run.tail_change(0.2)
-    for i in range(run.size):
-        W, b = run.member(i)
-        out = models.mlp_trace(W, b, task.X).output
-        J = jacobians.input_jacobians(W, b, task.X)
-        row = dict(L=L, seed=i, W=W, b=b, cost=float((out - task.Y).pow(2).sum(1).mean()),
-                   out_test=models.mlp_trace(W, b, task.X_test).output,
-                   sqnorm=float(models.param_sqnorm(W + b)), tail=float(tail[i]),
-                   kW=int(structure.layer_ranks(W)[mid]),
-                   kJ=int(spectra.thresholded_rank(J, 0.1, "rel").double().median()),
-                   spectra=[spectra.singular_values(w) for w in W])
-        row["test"] = float((row["out_test"] - task.Y_test).pow(2).sum(1).mean())
-        row["fits"], row["converged"] = row["cost"] < FIT, row["tail"] < P["conv"]
-        row["collapsed"] = row["cost"] > 0.5
-        rows.append(row)
+# one row per network: costs, ||theta||^2, tail, the ranks kW (W_mid) and kJ (Jf), fits / converged / collapsed flags
+rows = measures.sweep_records(main, task, fit=FIT, conv=P["conv"], tail_fraction=0.2, collapse=0.5)
+median = measures.median_or_nan
 
 print(" L  seed   cost   test  ||theta||^2  tail    rank(Jf)  rank(W_mid)  ranks of W_1..W_L")
 for r in rows:
@@ -186,22 +171,13 @@ fun_nets = [r for r in fitting if r["converged"] and r["kJ"] == k_fun]
 by_depth = {L: [r for r in fun_nets if r["L"] == L] for L in depths}
 fun_depths = [L for L in depths if 2 * len(by_depth[L]) > P["seeds"]]
 w_rank = {L: int(round(float(np.median([r["kW"] for r in by_depth[L]])))) for L in fun_depths}
-runs_w = []                                       # runs of consecutive grid depths with the same rank of W_mid
-for L in depths:
-    if L in w_rank and runs_w and runs_w[-1][-1] == depths[depths.index(L) - 1] and w_rank[runs_w[-1][-1]] == w_rank[L]:
-        runs_w[-1].append(L)
-    elif L in w_rank:
-        runs_w.append([L])
+runs_w = structure.constant_runs(depths, w_rank)   # runs of consecutive grid depths with the same rank of W_mid
 law_depths = max(runs_w, key=len) if runs_w else []
 k_law = w_rank[law_depths[0]] if law_depths else 0
 med_sq = {L: float(np.median([r["sqnorm"] for r in by_depth[L]])) for L in law_depths}
 law = structure.affine_law(law_depths, [med_sq[L] for L in law_depths]) if len(law_depths) >= 3 else None
 n_conv = sum(r["converged"] for r in fitting)
-for r in rows:
-    if r["fits"]:
-        r["logJ"] = float(2 * spectra.log_pseudo_determinant(jacobians.input_jacobians(r["W"], r["b"], task.X),
-                                                              k=max(r["kJ"], 1)).max())
-law_logJ = float(np.median([r["logJ"] for L in law_depths for r in by_depth[L]])) if law_depths else float("nan")
+law_logJ = median([r["logJ"] for L in law_depths for r in by_depth[L]])   # logJ: 2 max_x log|J_k f(x)|_+
 print(f"fitting networks: {len(fitting)} of {len(rows)}; rank of their function: {[r['kJ'] for r in fitting]}; "
       f"converged: {n_conv}")
 print(f"depths where most seeds fit, converge and compute a rank-{k_fun} function: {fun_depths}; median rank of W_mid "
@@ -231,7 +207,7 @@ glue("bn2-logJ", f"{law_logJ:.1f}", display=False)
 
 ledger.above("overestimate-shallow", "Sec. 3.1", f"depth {depths[0]}: median rank of W_mid (singular values above 0.1) "
              f"over the fitting seeds, against the true rank {K_TRUE}", "rank-overestimating minima are common",
-             float(np.median(w_first)) if w_first else math.nan, K_TRUE + 0.5, fmt=".1f", items="claim-overestimate",
+             median(w_first), K_TRUE + 0.5, fmt=".1f", items="claim-overestimate",
              bearing="supports", origin="after-seeds: the smallest rank over seeds became the median (3 on seed 0, a "
              "margin below one spread over seeds 0-4)")
 ledger.above("law-depths", "Fig. 1(a)", "depths in the longest range of constant rank of W_mid (networks that fit, "
@@ -293,16 +269,11 @@ ledger.above("intercept-above-jacobian", "Thm 3", f"intercept of the line minus 
 # whose function has another rank; and from each network to the targets.
 
 # %%
-fdist = lambda a, b: float((a["out_test"] - b["out_test"]).pow(2).sum(1).mean().sqrt())
 range_nets = [r for L in law_depths for r in by_depth[L]]
-pairs = [(a, b) for i, a in enumerate(range_nets) for b in range_nets[i + 1:]]
-d_same = [fdist(a, b) for a, b in pairs if a["L"] == b["L"]]
-d_across = [fdist(a, b) for a, b in pairs if a["L"] != b["L"]]
 other_rank = [r for r in fitting if r["kJ"] != k_fun]
-d_other = [fdist(a, b) for a in range_nets for b in other_rank]
+d_same, d_across, d_other = measures.distance_groups(range_nets, other_rank)   # RMS distances on the test inputs
 d_target = [math.sqrt(r["test"]) for r in range_nets]
-m_same, m_across = float(np.median(d_same)) if d_same else math.nan, float(np.median(d_across)) if d_across else math.nan
-m_other = float(np.median(d_other)) if d_other else math.nan
+m_same, m_across, m_other = median(d_same), median(d_across), median(d_other)
 print(f"distances between functions (median): same depth {m_same:.3f}, across depths {m_across:.3f}, to networks of "
       f"another function rank {m_other:.3f} ({len(other_rank)} networks, depths {sorted({r['L'] for r in other_rank})}), "
       f"to the targets {np.median(d_target):.3f}")
@@ -393,27 +364,9 @@ plt.close(fig)
 # force $d_k\le0.1$ (smallest $B_k/L$ above 0.05).
 
 # %%
-chain_all = thm6_all = True
-for r in rows:
-    if not r["fits"]:
-        continue
-    k = max(r["kJ"], 1)
-    chain = bounds.theorem3_chain(r["W"], r["b"], task.X, k)
-    t6 = bounds.theorem6_check(r["W"], r["b"], task.X, k)
-    chain_all &= chain.holds
-    thm6_all &= t6.sum_holds and t6.counting_holds()
-    r["budget"], r["d"] = t6.budget, t6.d
-    r["share"] = float((t6.d <= 0.1).double().mean())
-    r["s_next"] = float(np.median([float(sv[k]) if len(sv) > k else 0.0 for sv in r["spectra"]]))
-    r["far"] = int((t6.d > 0.1).sum())
-    trace = models.mlp_trace(r["W"], r["b"], task.X)
-    r["pre_next"] = float(np.median([float(structure.representation_singular_values(trace.pre[l])[k])
-                                     for l in range(r["L"] - 1)]))
-    mid = structure.middle_index(r["L"])
-    sv_mid = structure.representation_singular_values(trace.pre[mid])
-    r["rep_ratio"], r["rep_3"] = float(sv_mid[k] / sv_mid[0]), float(sv_mid[K_TRUE] / sv_mid[0])
-    r["neg_mass"] = float(structure.negative_mass(trace.pre[mid]))
-    r["d_mid"] = float(t6.d[mid])
+for r in fitting:    # budget, d_k per layer, share, far, s_next, pre_next; middle layer: rep_ratio, rep_ref, neg_mass, d_mid
+    r.update(measures.theorem6_measures(r["W"], r["b"], task.X, k=max(r["kJ"], 1), k_ref=K_TRUE))
+chain_all, thm6_all = all(r["chain"] for r in fitting), all(r["thm6"] for r in fitting)
 
 med = lambda key, L: float(np.median([r[key] for r in by_depth[L]]))
 rate = {key: {L: med(key, L) for L in fun_depths} for key in ("budget", "share", "s_next", "far", "pre_next")}
@@ -522,11 +475,8 @@ plt.close(fig)
 deep_L = fun_depths[-1] if fun_depths else depths[-1]
 deep = by_depth.get(deep_L, [])
 shallow = [r for r in rows if r["L"] == depths[0] and r["fits"]]
-rep_deep = float(np.median([r["rep_ratio"] for r in deep])) if deep else math.nan
-neg_deep = float(np.median([r["neg_mass"] for r in deep])) if deep else math.nan
-dmid_deep = float(np.median([r["d_mid"] for r in deep])) if deep else math.nan
-rep_shallow = float(np.median([r["rep_3"] for r in shallow])) if shallow else math.nan
-neg_shallow = float(np.median([r["neg_mass"] for r in shallow])) if shallow else math.nan
+rep_deep, neg_deep, dmid_deep = (median([r[key] for r in deep]) for key in ("rep_ratio", "neg_mass", "d_mid"))
+rep_shallow, neg_shallow = median([r["rep_ref"] for r in shallow]), median([r["neg_mass"] for r in shallow])
 print(f"sqrt(L) median_l s_(k+1)(pre_l / sqrt N): log-log slope {pre_slope:.2f}")
 print(f"depth {deep_L}: middle layer d_k {dmid_deep:.3f}, s_(k+1)/s_1 of the pre-activations {rep_deep:.4f}, negative mass "
       f"{neg_deep:.3f}; depth {depths[0]}: s_3/s_1 {rep_shallow:.3f}, negative mass {neg_shallow:.3f}")
@@ -583,14 +533,8 @@ fact = training.train_depths(
     P["width"], P["fact_steps"], lr=P["lr"], lr_end=P["lr_end"], warmup=0, record_every=P["fact_steps"] // 10,
     device=dev, use_cache=P["cache"], name="bottleneck-collapse-factorial")
 fact_cost = {L: fact[L].cost[-1].tolist() for L in P["fact_depths"]}
-never = P["fact_depths"][-1] + (P["fact_depths"][-1] - P["fact_depths"][-2])     # "no collapse up to the last depth"
-first_collapse, fact_table = {}, {}
-for name in INITS:
-    for lam in P["fact_lams"]:
-        idx = [j for j, c in enumerate(fact_cells) if c[0] == name and c[1] == lam]
-        n_col = {L: sum(fact_cost[L][j] > 0.5 for j in idx) for L in P["fact_depths"]}
-        fact_table[name, lam] = n_col
-        first_collapse[name, lam] = next((L for L in P["fact_depths"] if 2 * n_col[L] > len(idx)), never)
+table = measures.collapse_table(fact_cost, [c[:2] for c in fact_cells], threshold=0.5)   # per (init, lambda) cell
+fact_table, first_collapse, never = table.counts, table.first, table.never   # never: "no collapse up to the last depth"
 collapsed_all = [(L, j) for L in P["fact_depths"] for j in range(len(fact_cells)) if fact_cost[L][j] > 0.5]
 between = [c for L in P["fact_depths"] for c in fact_cost[L] if 0.25 < c <= 0.5]
 print("collapsed seeds per depth (of", P["fact_seeds"], "):")

@@ -56,3 +56,11 @@ def test_affine_law_and_loglog_slope():
     assert structure.loglog_slope([1, 2, 4, 8], [3.0, 3 / 2**0.5, 1.5, 3 / 8**0.5]) == pytest.approx(-0.5)
     with pytest.raises(ValueError):
         structure.affine_law([2, 2, 4], [1.0, 2.0, 3.0])
+
+
+def test_constant_runs_follow_the_grid_and_break_on_gaps_and_changes() -> None:
+    grid = [5, 6, 7, 8, 9, 10, 12, 14]
+    values = {5: 3, 6: 3, 7: 3, 9: 3, 10: 2, 12: 2, 14: 3}
+    assert structure.constant_runs(grid, values) == [[5, 6, 7], [9], [10, 12], [14]]
+    assert structure.constant_runs(grid, {}) == []
+    assert structure.constant_runs([4, 8], {8: 1, 4: 1}) == [[4, 8]]

@@ -9,5 +9,7 @@
 - :mod:`.structure`      learned rank, bottleneck runs, affine fits, representation measures
 - :mod:`.tasks`          the data of Figure 1 (bottleneck-rank task) and Figure 2 (symmetry task)
 - :mod:`.sweeps`         the depth sweep of Figure 1 trained with the batched engine, cached
+- :mod:`.measures`       the depth sweep read network by network (ranks, costs, Theorem 6's and
+  Corollary 8's quantities), distances between learned functions, the collapse factorial's table
 - :mod:`.symmetry`       Figure 2's measures: path crossings, orbit ratios, k-NN R^2, plane grids
 """

@@ -5,13 +5,14 @@
 - :func:`bottleneck_run`: the longest run of consecutive layers that are close to a rank-``k``
   partial isometry (rank ``k`` at threshold 0.1 and ``d_k(W_l) <= tau``), with its ``d_k`` profile;
 - :func:`affine_fit`: least-squares ``||theta||^2 = a L + b`` over a range of depths;
+- :func:`constant_runs`: the ranges of consecutive depths with the same learned rank;
 - :func:`negative_mass` and :func:`representation_singular_values`: the representation-side
   checks (ReLU acting as the identity in the bottleneck; ``k``-dimensional pre-activations).
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -121,3 +122,18 @@ def loglog_slope(x: Sequence[float], y: Sequence[float]) -> float:
     if len(set(lx.tolist())) < 2:
         raise ValueError("a log-log slope needs at least two distinct x")
     return float(np.polyfit(lx, ly, 1)[0])
+
+
+def constant_runs(grid: Sequence[int], values: Mapping[int, int]) -> list[list[int]]:
+    """Maximal runs of consecutive points of ``grid`` that all have a value in ``values`` and the
+    same one (points without a value break a run), in grid order: the ranges of depths of constant
+    learned rank of Figure 1."""
+    runs: list[list[int]] = []
+    for i, L in enumerate(grid):
+        if L not in values:
+            continue
+        if runs and i > 0 and runs[-1][-1] == grid[i - 1] and values[grid[i - 1]] == values[L]:
+            runs[-1].append(L)
+        else:
+            runs.append([L])
+    return runs
