@@ -74,14 +74,12 @@ PROFILES = {
 }
 
 # %%
-import math
-
 import matplotlib.pyplot as plt
 import numpy as np
 import torch
 from myst_nb import glue
 
-from implicit_bias import data, models, plotting, spectra
+from implicit_bias import data, plotting
 from implicit_bias.chapter import start_chapter
 from implicit_bias.claims import Ledger
 from implicit_bias.saddle_to_saddle import bounds, escape, lifting, structure, training
@@ -93,6 +91,12 @@ P, dev = start_chapter(PROFILES, profile=profile, seed=seed, device=device)
 ledger = Ledger("saddle_to_saddle/03_structure_of_escape_directions")
 gen = torch.Generator().manual_seed(seed)
 D = torch.float64
+
+
+def glue_all(values: dict[str, object]) -> None:
+    """Glue each value under `sts3-<key>` (text only, not displayed)."""
+    for key, val in values.items():
+        glue(f"sts3-{key}", val, display=False)
 
 # %% [markdown]
 # ## The statements
@@ -184,9 +188,8 @@ D = torch.float64
 
 # %%
 X1, G1 = ex.circle_data()
-glue("sts3-ex1-depths", "{" + ", ".join(str(v) for v in P["ex1_depths"]) + "}", display=False)
-glue("sts3-ex1-restarts", P["ex1_restarts"], display=False)
-glue("sts3-ex1-width", P["ex1_width"], display=False)
+glue_all({"ex1-depths": "{" + ", ".join(str(v) for v in P["ex1_depths"]) + "}", "ex1-restarts": P["ex1_restarts"],
+          "ex1-width": P["ex1_width"]})
 
 
 def solve_depths(X, G, depths, width, restarts, steps, warm: bool, **kw):
@@ -195,7 +198,6 @@ def solve_depths(X, G, depths, width, restarts, steps, warm: bool, **kw):
                                  warm_restarts=P["warm_restarts"], warm=warm, generator=gen, **kw)
 
 
-cold_depths = sd.cold_depths
 COLD_ORIGIN = ("after-seeds: threshold {} as before; restated after a review on the cold restarts within 0.2% of "
                "the best speed (lifted optima have the structure by construction), 0.2% chosen after a prototype "
                "on seeds 0-1")
@@ -236,20 +238,13 @@ s_ex1 = np.array([ex1[L]["speed"] for L in depths1])
 deep1 = [L for L in depths1 if L >= 3]
 # the structure claims read the best *cold* restart, at the depths where it reaches the best speed:
 # where the lift of the previous depth wins, its added layers are rank one and linear by construction
-cold1 = cold_depths(ex1, deep1)
-cold1_lin = [L for L in cold1 if L >= 4]                 # nu_l for l >= 3 needs a third hidden layer
-cst = {L: ex1[L]["cold_structure"] for L in cold1}
-first_tau = min(float(cst[L].tau_W[0]) for L in cold1)
-later_tau = max(float(cst[L].tau_W[1:].max()) for L in cold1)
-later_nu = max((float(cst[L].nu[2:].max()) for L in cold1_lin), default=float("nan"))
+c1 = sd.cold_structure(ex1, deep1)
+cold1, cold1_lin = c1.depths, c1.linear_depths          # nu_l for l >= 3 needs a third hidden layer
+first_tau, later_tau, later_nu, ratio_l14 = c1.first_tau, c1.later_tau, c1.later_nu, c1.ratio_l14
 plateau = float(s_ex1[depths1.index(3):].max() - s_ex1[depths1.index(3):].min())
-# s_2/s_1 of W_l times l^(1/4), for l >= 2: at most 1 when s_1 is at least l^(1/4) times s_2
-ratio_l14 = max(float((cst[L].ratio_W[1:] * torch.arange(2, L + 1, dtype=D).pow(0.25)).max()) for L in cold1)
 lifted1 = [L for L in deep1 if ex1[L]["source"] == "lift"]
-glue("sts3-first-tau", f"{first_tau:.3f}", display=False)
-glue("sts3-later-tau", f"{later_tau:.0e}", display=False)
-glue("sts3-cold1", ", ".join(str(L) for L in cold1), display=False)
-glue("sts3-lifted1", ", ".join(str(L) for L in lifted1) if lifted1 else "none", display=False)
+glue_all({"first-tau": f"{first_tau:.3f}", "later-tau": f"{later_tau:.0e}", "cold1": ", ".join(str(L) for L in cold1),
+          "lifted1": ", ".join(str(L) for L in lifted1) if lifted1 else "none"})
 ledger.close("ex1-depth2", "Prop. 3.2 (Example 1)", "the best depth-2 speed is sqrt(2) - 1 (derived: one neuron is "
              "optimal at depth 2)", "-", s_ex1[0], ex.RANK_ONE_SPEED, atol=1e-3, fmt=".6f", items="prop32",
              bearing="control", origin="theory: s*(2) = sqrt(2) - 1; 1e-3 for the solver")
@@ -300,10 +295,8 @@ ledger.below("abstract-l14", "Abstract, Sec. 1.3", "on Example 1, s_1 of every l
 digits = data.digits(seed=seed, dtype=D)
 Xd, yd = training.balanced_subset(digits.X_train, digits.y_train, P["per_class"])
 Gd = lo.cross_entropy_gradient(yd, 10)
-glue("sts3-digits-n", len(yd), display=False)
-glue("sts3-per-class", P["per_class"], display=False)
-glue("sts3-digits-width", P["digits_width"], display=False)
-glue("sts3-digits-restarts", P["digits_restarts"], display=False)
+glue_all({"digits-n": len(yd), "per-class": P["per_class"], "digits-width": P["digits_width"],
+          "digits-restarts": P["digits_restarts"]})
 dig = solve_depths(Xd, Gd, P["digits_depths"], P["digits_width"], P["digits_restarts"], P["digits_steps"], warm=True,
                    lr=0.05, lr_final=0.01, normalized=True)
 depths2 = list(P["digits_depths"])
@@ -312,20 +305,17 @@ for L in depths2:
     st = dig[L]["structure"]
     print(f"L = {L}: s* ~ {dig[L]['speed']:.6f}; largest tau(W_l) {float(st.tau_W.max()):.1e}, "
           f"tau(Z_l) {float(st.tau_Z.max()):.1e}; nu_l {[round(float(v), 4) for v in st.nu]}")
-cold2 = cold_depths(dig, depths2)
-dig_tau = max((max(float(dig[L]["cold_structure"].tau_W.max()), float(dig[L]["cold_structure"].tau_Z.max()))
-               for L in cold2), default=float("nan"))
-glue("sts3-cold2", ", ".join(str(L) for L in cold2), display=False)
+c2 = sd.cold_structure(dig, depths2)
+cold2, dig_tau = c2.depths, c2.rank_tau
 print(f"digits: cold restarts within 0.2% of the best speed at depths {cold2}; sources "
       f"{[dig[L]['source'] for L in depths2]}")
 spread_dig = float((s_dig.max() - s_dig.min()) / s_dig.min())
 cold = np.array([float(dig[L]["speeds"].max()) for L in depths2])
 short = (s_dig - cold) / s_dig
 i_short = int(np.argmax(short))
-glue("sts3-cold-depth", depths2[i_short], display=False)
-glue("sts3-cold-short", f"{100 * short[i_short]:.1f}%", display=False)
 unit = np.array([lo.unit_sphere_speed(s, L) for s, L in zip(s_dig, depths2)])
-glue("sts3-dig-tau", f"{dig_tau:.0e}", display=False)
+glue_all({"cold2": ", ".join(str(L) for L in cold2), "cold-depth": depths2[i_short],
+          "cold-short": f"{100 * short[i_short]:.1f}%", "dig-tau": f"{dig_tau:.0e}"})
 ledger.holds("digits-rank-one", "Thm. 3.1", f"on digits every layer of the optimum is rank one (largest tau of W_l "
              "and Z_l over the cold-restart optima that reach the best speed; depths used, at least 2)",
              "deep layers nearly rank one", f"{dig_tau:.1e}; {len(cold2)} of {len(depths2)}",
@@ -349,24 +339,15 @@ ledger.below("prop32-unit-control", "Prop. 3.2, negative control", "measured on 
 # {glue:text}`sts3-lift-tail`).
 
 # %%
-rise, excess, tail = -math.inf, -math.inf, 0.0
 cases = [(row["best"], X1, G1) for row in ex1.values()] + [(row["best"], Xd, Gd) for row in dig.values()]
 for X, G, dims in ((X1, G1, [2, 8, 8, 1]), (Xd, Gd, [64, 16, 16, 10])):
-    Wr = lo.to_sphere(models.gaussian_weights(dims, 1.0, (P["random_points"],), generator=gen))
+    Wr = lo.random_directions(dims, P["random_points"], generator=gen)
     cases += [([W[i] for W in Wr], X, G) for i in range(P["random_points"])]
-for Ws, X, G in cases:
-    L = len(Ws)
-    for k in (1, 2):
-        new_w = lifting.lift(Ws, X, G, k)
-        rise = max(rise, float(lo.localized_loss(new_w, X, G) - lo.localized_loss(Ws, X, G)))
-        excess = max(excess, float(lo.squared_norm(new_w)) - float(lo.squared_norm(Ws)) - k)
-        st = structure.layer_structure(new_w, X)
-        tail = max(tail, float(st.tau_W[L - 1:].max()), float(st.nu[L - 1:].max()) if k > 1 else 0.0)
-print(f"lifting on {len(cases)} networks, k = 1, 2: largest change of L_0 {rise:+.1e}; largest norm excess over "
+lc = lifting.lift_check(cases, ks=(1, 2))
+rise, excess, tail = lc.rise, lc.excess, lc.tail
+print(f"lifting on {lc.networks} networks, k = 1, 2: largest change of L_0 {rise:+.1e}; largest norm excess over "
       f"||theta||^2 + k {excess:+.1e}; largest tau / nu of the added layers {tail:.1e}")
-glue("sts3-lift-rise", f"{rise:+.0e}", display=False)
-glue("sts3-lift-norm", f"{excess:+.0e}", display=False)
-glue("sts3-lift-tail", f"{tail:.0e}", display=False)
+glue_all({"lift-rise": f"{rise:+.0e}", "lift-norm": f"{excess:+.0e}", "lift-tail": f"{tail:.0e}"})
 ledger.holds("lift-exact", "Prop. 3.2 / App. A.3", "the lifting never raises L_0, stays within ||theta||^2 + k, and "
              "adds rank-one identity layers (largest rise of L_0; norm excess; tail tau/nu)", "construction",
              f"{rise:.1e}; {excess:.1e}; {tail:.1e}", rise <= 1e-12 and excess <= 1e-12 and tail <= 1e-12,
@@ -405,38 +386,25 @@ ledger.holds("lift-exact", "Prop. 3.2 / App. A.3", "the lifting never raises L_0
 # violates the bound at {glue:text}`sts3-syn-control` of its layers where the bound is below 1.
 
 # %%
-def kappa_c(X, G, s):
-    k = bounds.kappa(X, G, s)
-    c = bounds.theorem31_c(k)
-    return k, c, bounds.vacuity_depth(c)
-
-
-k_ex1, c_ex1, v_ex1 = kappa_c(X1, G1, max(s_ex1))
-k_dig, c_dig, v_dig = kappa_c(Xd, Gd, max(s_dig))
+k_ex1, c_ex1, v_ex1 = bounds.theorem31_constants(X1, G1, max(s_ex1))
+k_dig, c_dig, v_dig = bounds.theorem31_constants(Xd, Gd, max(s_dig))
 # rigorous: kappa >= max(||X||_F / ||X||_op, ||G||_F / ||G||_op) whatever the solver finds
 rig = {name: bounds.vacuity_depth(bounds.theorem31_c(bounds.kappa_lower_bound(Xa, Ga)))
        for name, Xa, Ga in (("ex1", X1, G1), ("dig", Xd, Gd))}
 kap_lo = {"ex1": bounds.kappa_lower_bound(X1, G1), "dig": bounds.kappa_lower_bound(Xd, Gd)}
-u = torch.rand(6, generator=gen, dtype=D)
-v = torch.rand(24, generator=gen, dtype=D)
-g = torch.rand(2, generator=gen, dtype=D)
-u, v, g = u / u.norm(), v / v.norm(), g / g.norm()
-E = torch.randn(24, 6, generator=gen, dtype=D)
-E = E / E.norm()
-Xs = torch.outer(v, u) + P["synth_eps"] * E
-Gs = -torch.outer(v, g)
+nr1 = bounds.NearlyRankOne.sample(24, 6, 2, generator=gen)      # u, v, g >= 0 unit vectors, E of unit norm
+Xs, Gs = nr1.X(P["synth_eps"]), nr1.G
 Ls = P["synth_depth"]
 syn = escape.solve_escape(Xs, Gs, depth=Ls, widths=8, restarts=P["synth_restarts"], steps=P["synth_steps"], lr=0.05,
                           lr_final=0.01, normalized=True, generator=gen)
-k_syn, c_syn, v_syn = kappa_c(Xs, Gs, float(syn.speed.max()))
+k_syn, c_syn, v_syn = bounds.theorem31_constants(Xs, Gs, float(syn.speed.max()))
 st_syn = structure.layer_structure(syn.network(syn.best()), Xs)
 layers = torch.arange(1, Ls + 1)
 B = bounds.theorem31_bound(layers, c_syn)
-measured = torch.stack([st_syn.tau_W, torch.cat([st_syn.tau_Z, torch.zeros(1, dtype=D)]),
-                        torch.cat([st_syn.nu, torch.zeros(1, dtype=D)])]).max(0).values
+measured = structure.worst_per_layer(st_syn)
 informative = B < 1
 slack = float((measured[informative] / B[informative]).max())
-rand_pt = lo.to_sphere(models.gaussian_weights([6] + [8] * (Ls - 1) + [2], 1.0, generator=gen))
+rand_pt = lo.random_directions([6] + [8] * (Ls - 1) + [2], generator=gen)
 st_rand = structure.layer_structure(rand_pt, Xs)
 violated = int((st_rand.tau_W[informative] > B[informative]).sum())
 print(f"Example 1: kappa {k_ex1:.2f}, c {c_ex1:.1f}, 81c^2 {v_ex1:.0f} (rigorous: kappa >= {kap_lo['ex1']:.3f}, "
@@ -445,14 +413,12 @@ print(f"Example 1: kappa {k_ex1:.2f}, c {c_ex1:.1f}, 81c^2 {v_ex1:.0f} (rigorous
 print(f"synthetic (eps {P['synth_eps']}, depth {Ls}): kappa {k_syn:.4f}, c {c_syn:.3f}, 81c^2 {v_syn:.2f}; bound "
       f"{[round(float(b), 3) for b in B]}; largest measured / bound {slack:.1e}; random point violates at "
       f"{violated} of {int(informative.sum())} layers")
-for key, val in {"k-ex1": f"{k_ex1:.1f}", "v-ex1": f"{v_ex1:,.0f}", "k-dig": f"{k_dig:.1f}", "v-dig": f"{v_dig:,.0f}",
-                 "klo-ex1": f"{kap_lo['ex1']:.3f}", "rig-ex1": f"{rig['ex1']:,.0f}", "klo-dig": f"{kap_lo['dig']:.2f}",
-                 "rig-dig": f"{rig['dig']:,.0f}",
-                 "synth-eps": f"{P['synth_eps']:g}", "synth-depth": Ls, "k-syn": f"{k_syn:.4f}",
-                 "c-syn": f"{c_syn:.3f}", "v-syn": f"{v_syn:.2f}", "syn-max": f"{float(measured.max()):.0e}",
-                 "syn-bmin": f"{float(B[informative].min()):.2f}",
-                 "syn-control": f"{violated} of {int(informative.sum())}"}.items():
-    glue(f"sts3-{key}", val, display=False)
+glue_all({"k-ex1": f"{k_ex1:.1f}", "v-ex1": f"{v_ex1:,.0f}", "k-dig": f"{k_dig:.1f}", "v-dig": f"{v_dig:,.0f}",
+          "klo-ex1": f"{kap_lo['ex1']:.3f}", "rig-ex1": f"{rig['ex1']:,.0f}", "klo-dig": f"{kap_lo['dig']:.2f}",
+          "rig-dig": f"{rig['dig']:,.0f}", "synth-eps": f"{P['synth_eps']:g}", "synth-depth": Ls, "k-syn": f"{k_syn:.4f}",
+          "c-syn": f"{c_syn:.3f}", "v-syn": f"{v_syn:.2f}", "syn-max": f"{float(measured.max()):.0e}",
+          "syn-bmin": f"{float(B[informative].min()):.2f}",
+          "syn-control": f"{violated} of {int(informative.sum())}"})
 ledger.above("thm31-vacuous", "Thm. 3.1", "on Example 1 and digits the bound is vacuous below layer 81c^2, "
              "computed from the rigorous kappa >= max(||X||_F/||X||_op, ||G||_F/||G||_op) (smaller of the two)",
              "bound decays like l^(-1/2)", min(rig.values()), 100.0, fmt=".0f", items="thm31", bearing="qualifies",
@@ -496,9 +462,7 @@ ledger.above("thm31-control", "Thm. 3.1, negative control", "a random point of t
 # {glue:text}`sts3-gon-cold` only.
 
 # %%
-gon_t = 2 * math.pi * torch.arange(1, P["gon_n"] + 1, dtype=D) / P["gon_n"]
-Xg = torch.stack([torch.sin(gon_t), torch.cos(gon_t)], 1)
-Gg = ((-1.0) ** torch.arange(1, P["gon_n"] + 1, dtype=D)).unsqueeze(1)
+Xg, Gg = ex.circle_data(P["gon_n"])
 gon = solve_depths(Xg, Gg, P["gon_depths"], P["ex1_width"], P["gon_restarts"], P["ex1_steps"], warm=True,
                    lr=0.3, lr_final=1e-3)
 gdepths = list(P["gon_depths"])
@@ -507,23 +471,19 @@ deep_g = [L for L in gdepths if L >= 3]
 gon_first = min(float(gon[L]["structure"].tau_W[0]) for L in deep_g)
 gon_spread = float(max(gon[L]["speed"] for L in deep_g) - min(gon[L]["speed"] for L in deep_g))
 # rank and rate read on the cold restarts that reach the best speed (not on lifted networks)
-cold_g = cold_depths(gon, deep_g)
-gst = {L: gon[L]["cold_structure"] for L in cold_g}
-gon_later = max((float(gst[L].tau_W[1:].max()) for L in cold_g), default=float("nan"))
-gon_slope = max((math.log(max(float(gst[L].tau_W[1]), 1e-6) / float(gst[L].tau_W[0])) / math.log(2) for L in cold_g),
-                default=float("nan"))
+cg = sd.cold_structure(gon, deep_g, floor=1e-6)
+cold_g, gon_later, gon_slope = cg.depths, cg.later_tau, cg.slope12
 gon_cold_deep = max(float(gon[L]["cold_speed"]) / gon[L]["speed"] for L in deep_g if L >= 6)
 for L in gdepths:
     st = gon[L]["structure"]
     print(f"{P['gon_n']}-gon, L = {L}: s* ~ {gon[L]['speed']:.6f}; tau(W_l) {[f'{float(v):.1e}' for v in st.tau_W]}; "
           f"s2/s1 {[round(float(v), 3) for v in st.ratio_W]}; {gon[L]['source']}, best cold restart "
           f"{gon[L]['cold_speed']:.6f}")
-for key, val in {"gon-n": P["gon_n"], "gon-depths": "{" + ", ".join(str(v) for v in gdepths) + "}",
-                 "gon-restarts": P["gon_restarts"], "gon-s2": f"{s_gon[0]:.4f}", "gon-s3": f"{s_gon[1]:.4f}",
-                 "gon-spread": f"{gon_spread:.0e}", "gon-first": f"{gon_first:.2f}", "gon-later": f"{gon_later:.0e}",
-                 "gon-slope": f"{gon_slope:.0f}", "gon-cold": ", ".join(str(L) for L in cold_g),
-                 "gon-cold-deep": f"{gon_cold_deep:.2f}"}.items():
-    glue(f"sts3-{key}", val, display=False)
+glue_all({"gon-n": P["gon_n"], "gon-depths": "{" + ", ".join(str(v) for v in gdepths) + "}",
+          "gon-restarts": P["gon_restarts"], "gon-s2": f"{s_gon[0]:.4f}", "gon-s3": f"{s_gon[1]:.4f}",
+          "gon-spread": f"{gon_spread:.0e}", "gon-first": f"{gon_first:.2f}", "gon-later": f"{gon_later:.0e}",
+          "gon-slope": f"{gon_slope:.0f}", "gon-cold": ", ".join(str(L) for L in cold_g),
+          "gon-cold-deep": f"{gon_cold_deep:.2f}"})
 ledger.above("gon-first-high-rank", "Thm. 3.1 (setting)", f"on {P['gon_n']} alternating points the optimum needs more "
              "than one path: its first layer is high-rank at every depth >= 3 (smallest tau(W_1))",
              "-", gon_first, 0.1, fmt=".2f", items="thm31", bearing="control", origin="prior")
@@ -556,27 +516,26 @@ ledger.holds("gon-rank-one", "Sec. 5 (2)", "every layer after the first is rank 
 
 # %%
 Xi = torch.randn(24, 2, generator=gen, dtype=D)
-G33 = -torch.outer(v, g) + 0.3 * Xi / Xi.norm()
-exact_speed = float((G33.T @ v).norm() * u.norm())
+G33 = nr1.G + 0.3 * Xi / Xi.norm()
+exact_speed = float((G33.T @ nr1.v).norm() * nr1.u.norm())
 p33_rows = []
 for eps in P["prop33_eps"]:
-    Xe = torch.outer(v, u) + eps * E
+    Xe = nr1.X(eps)
     res = escape.solve_escape(Xe, G33, depth=4, widths=16, restarts=P["synth_restarts"], steps=P["synth_steps"],
                               lr=0.05, lr_final=0.01, normalized=True, generator=gen)
     st = structure.layer_structure(res.network(res.best()), Xe)
     s_hat = float(res.speed.max())
-    worst = max(float(st.tau_W.max()), float(st.tau_Z.max()), float(st.nu.max()))
+    worst = float(structure.worst_per_layer(st).max())
     p33_rows.append(dict(eps=eps, s=s_hat, worst=worst, bound=bounds.prop33_bound(G33, s_hat, eps)))
     print(f"eps {eps:g}: speed {s_hat:.9f}; largest tau / nu {worst:.1e}; bound {p33_rows[-1]['bound']:.3g}")
 exact_err = abs(p33_rows[0]["s"] - exact_speed) / exact_speed
 p33_ratio = max(r["worst"] / r["bound"] for r in p33_rows if r["eps"] > 0)
 eps_c = max(P["prop33_eps"])
-Xc = torch.outer(v, u) + eps_c * E
-st_c = structure.layer_structure(lo.to_sphere(models.gaussian_weights([6, 16, 16, 16, 2], 1.0, generator=gen)), Xc)
+Xc = nr1.X(eps_c)
+st_c = structure.layer_structure(lo.random_directions([6, 16, 16, 16, 2], generator=gen), Xc)
 p33_control = float(st_c.tau_W.max()) / p33_rows[-1]["bound"]
-for key, val in {"eps-list": "{" + ", ".join(f"{e:g}" for e in P["prop33_eps"]) + "}", "p33-exact": f"{exact_err:.0e}",
-                 "p33-ratio": f"{p33_ratio:.0e}", "p33-eps-control": f"{eps_c:g}", "p33-control": f"{p33_control:.1f}"}.items():
-    glue(f"sts3-{key}", val, display=False)
+glue_all({"eps-list": "{" + ", ".join(f"{e:g}" for e in P["prop33_eps"]) + "}", "p33-exact": f"{exact_err:.0e}",
+          "p33-ratio": f"{p33_ratio:.0e}", "p33-eps-control": f"{eps_c:g}", "p33-control": f"{p33_control:.1f}"})
 ledger.below("prop33-exact", "Prop. 3.3", "for rank-one non-negative inputs the optimal speed is ||G^T v|| ||u|| "
              "(relative error of the solver's best)", "||Gv|| ||u||", exact_err, 1e-6, fmt=".1e", items="prop33",
              bearing="supports", origin="theory: the closed form; 1e-6 for the solver")
@@ -603,40 +562,13 @@ ledger.above("prop33-control", "Prop. 3.3, negative control", "a random point of
 # promised, and the tight point scaled by 1.1 violates it by {glue:text}`sts3-p34-out`.
 
 # %%
-def p34_check(Ws, X, G):
-    """(max lhs - rhs, number of points with a count failure, points) over stacked weights with L_0 < 0."""
-    s0 = lo.speed(Ws, X, G)
-    keep = s0 > 0
-    Ws = [W[keep] for W in Ws]
-    s0 = s0[keep]
-    st = structure.layer_structure(Ws, X)
-    lhs, rhs = bounds.prop34_sides(st.srank_Z, X, G, s0)
-    tau_Z = torch.cat([torch.zeros(len(s0), 1, dtype=D) + float(spectra.tail_energy(X)), st.tau_Z], -1)
-    L = len(Ws)
-    bad = 0
-    for p in (0.25, 0.5, 0.75):
-        thr = 2 * torch.log(float(X.norm() * G.norm()) / s0) / (p * L)
-        bad += int(((tau_Z <= thr[:, None]).sum(-1) < L - math.floor(p * L)).sum())
-    return float((lhs - rhs).max()), bad, int(keep.sum())
-
-
-def random_negative(X, G, dims):
-    Ws = lo.to_sphere(models.gaussian_weights(dims, 1.0, (P["random_points"],), generator=gen))
-    sign = torch.sign(lo.localized_loss(Ws, X, G))
-    Ws[-1] = Ws[-1] * (-sign)[:, None, None]
-    return Ws
-
-
-gaps, bads, total = [], 0, 0
 sources = [(row["result"].weights, X1, G1) for row in ex1.values()] + [(row["result"].weights, Xd, Gd) for row in dig.values()]
 sources += [(syn.weights, Xs, Gs)]
-sources += [(random_negative(X1, G1, [2, 16, 16, 1]), X1, G1), (random_negative(Xd, Gd, [64, 16, 16, 16, 10]), Xd, Gd)]
-for Ws, X, G in sources:
-    gap, bad, n = p34_check(Ws, X, G)
-    gaps.append(gap)
-    bads += bad
-    total += n
-X_t, G_t = torch.outer(v, u), -torch.outer(v, g)
+sources += [(lo.random_directions(dims, P["random_points"], X=X, G=G, generator=gen), X, G)
+            for X, G, dims in ((X1, G1, [2, 16, 16, 1]), (Xd, Gd, [64, 16, 16, 16, 10]))]
+checks = [bounds.prop34_check(Ws, X, G) for Ws, X, G in sources]     # key inequality and count, p = 1/4, 1/2, 3/4
+gaps, bads, total = [c.gap for c in checks], sum(c.failures for c in checks), sum(c.points for c in checks)
+X_t, G_t = nr1.rank_one, nr1.G
 rho_t, s_t = lo.closed_form_escape(X_t, G_t, 4, width=4)
 lhs_t, rhs_t = bounds.prop34_sides(structure.layer_structure(rho_t, X_t).srank_Z, X_t, G_t, s_t)
 tight = abs(float(lhs_t) - float(rhs_t))
@@ -645,9 +577,8 @@ lhs_b, rhs_b = bounds.prop34_sides(structure.layer_structure(big, X_t).srank_Z, 
 out_gap = float(lhs_b - rhs_b)
 print(f"Prop. 3.4 on {total} points: largest lhs - rhs {max(gaps):.2f}; count failures {bads}; tight point: "
       f"|lhs - rhs| = {tight:.1e}; scaled by 1.1: lhs - rhs = {out_gap:+.3f}")
-for key, val in {"p34-n": total, "random-n": P["random_points"], "p34-gap": f"{max(gaps):.1e}",
-                 "p34-tight": f"{tight:.0e}", "p34-count": f"{bads} failures", "p34-out": f"{out_gap:.2f}"}.items():
-    glue(f"sts3-{key}", val, display=False)
+glue_all({"p34-n": total, "random-n": P["random_points"], "p34-gap": f"{max(gaps):.1e}",
+          "p34-tight": f"{tight:.0e}", "p34-count": f"{bads} failures", "p34-out": f"{out_gap:.2f}"})
 ledger.below("prop34-key", "Prop. 3.4", f"the key inequality holds on all {total} points (largest lhs - rhs; a "
              "bound valid for every network in the ball: a check of the library)",
              "<= 0 for every theta in the ball with L_0 < 0", max(gaps), 1e-9, fmt=".1e", items="prop34",

@@ -97,3 +97,57 @@ def test_prop34_threshold() -> None:
     assert bounds.prop34_threshold(X, G, 1.0, 0.5, 4) == pytest.approx(2 * math.log(2 * math.sqrt(2)) / 2)
     with pytest.raises(ValueError):
         bounds.prop34_threshold(X, G, 1.0, 1.5, 4)
+
+
+def test_theorem31_constants() -> None:
+    X = torch.eye(2, dtype=torch.float64)                           # ||X||_F = sqrt(2)
+    G = torch.ones(2, 1, dtype=torch.float64)                       # ||G||_F = sqrt(2)
+    k, c, v = bounds.theorem31_constants(X, G, 0.5)
+    assert k == pytest.approx(4.0)
+    assert c == pytest.approx(4.0 * math.sqrt(2 * math.log(4.0)))
+    assert v == pytest.approx(81 * c * c)
+    one = torch.ones(1, 1, dtype=torch.float64)
+    assert bounds.theorem31_constants(one, one, 1.0) == (1.0, 0.0, 0.0)   # kappa = 1: c = 0, the bound is 0
+
+
+def test_prop34_check_drops_ascent_directions_and_is_tight_at_rank_one() -> None:
+    """Rank-one data at its closed-form optimum: both sides are 0 (gap 0); the same network with
+    the last layer negated has L_0 > 0 and is dropped; scaled outside the ball the gap is
+    2 L log 1.1."""
+    u = torch.tensor([1.0, 2.0, 0.5], dtype=torch.float64)
+    v = torch.tensor([0.3, 1.0, 2.0, 0.1], dtype=torch.float64)
+    X, G = torch.outer(v, u), -torch.outer(v, torch.ones(2, dtype=torch.float64))
+    L = 4
+    rho, _ = lo.closed_form_escape(X, G, L, width=3)
+    stacked = [torch.stack([W, W]) for W in rho]
+    stacked[-1][1] = -stacked[-1][1]
+    chk = bounds.prop34_check(stacked, X, G, ps=(0.5,))
+    assert chk.points == 1 and abs(chk.gap) < 1e-9
+    out = bounds.prop34_check([1.1 * W[:1] for W in stacked], X, G, ps=(0.5,))
+    assert out.points == 1 and out.gap == pytest.approx(2 * L * math.log(1.1))
+
+
+@pytest.mark.parametrize("seed", range(2))
+def test_prop34_check_holds_on_random_points_of_the_ball(seed: int) -> None:
+    g = torch.Generator().manual_seed(seed)
+    X = torch.randn(30, 6, generator=g, dtype=torch.float64)
+    G = torch.randn(30, 2, generator=g, dtype=torch.float64)
+    Ws = lo.random_directions([6, 8, 8, 8, 2], 64, X=X, G=G, generator=g)
+    chk = bounds.prop34_check(Ws, X, G)
+    assert chk.points == 64 and chk.gap <= 1e-9 and chk.failures == 0
+
+
+def test_nearly_rank_one_data() -> None:
+    d = bounds.NearlyRankOne.sample(24, 6, 2, generator=torch.Generator().manual_seed(0))
+    for w in (d.u, d.v, d.g):
+        assert bool((w >= 0).all()) and float(w.norm()) == pytest.approx(1.0)
+    assert float(d.E.norm()) == pytest.approx(1.0)
+    assert torch.equal(d.X(0.0), d.rank_one) and torch.allclose(d.X(0.1) - d.rank_one, 0.1 * d.E)
+    assert torch.equal(d.G, -torch.outer(d.v, d.g))
+    # eps = 0: rank one and aligned, kappa = 1 at the closed-form speed ||G^T v|| ||u|| = 1
+    _, s = lo.closed_form_escape(d.rank_one, d.G, 4, width=3)
+    assert s == pytest.approx(1.0) and bounds.kappa(d.rank_one, d.G, s) == pytest.approx(1.0)
+    # the draws come in the order u, v, g, E
+    g = torch.Generator().manual_seed(0)
+    u = torch.rand(6, generator=g, dtype=torch.float64)
+    assert torch.allclose(d.u, u / u.norm())

@@ -36,3 +36,24 @@ def test_lift_bad_arguments() -> None:
         lifting.lift([torch.randn(1, 2, dtype=torch.float64)], X, G)
     with pytest.raises(ValueError, match="zero weight"):
         lifting.lift([torch.zeros(3, 2, dtype=torch.float64), torch.zeros(1, 3, dtype=torch.float64)], X, G)
+
+
+def test_lift_check_known_case() -> None:
+    """Two neurons on X = I with G = (-1, -2): L_0 = -3; the lift keeps neuron 2 (value -2) with
+    S = 2, so L_0(lifted) = -4 (a rise of -1) at exactly the norm budget (2S + k = 4 + k)."""
+    X = torch.eye(2, dtype=torch.float64)
+    G = torch.tensor([[-1.0], [-2.0]], dtype=torch.float64)
+    Ws = [torch.eye(2, dtype=torch.float64), torch.ones(1, 2, dtype=torch.float64)]
+    chk = lifting.lift_check([(Ws, X, G)], ks=(1, 2))
+    assert chk.networks == 1
+    assert chk.rise == pytest.approx(-1.0) and chk.excess == pytest.approx(0.0, abs=1e-12)
+    assert chk.tail == pytest.approx(0.0, abs=1e-12)
+
+
+def test_lift_check_on_random_networks() -> None:
+    g = torch.Generator().manual_seed(1)
+    X = torch.randn(20, 3, generator=g, dtype=torch.float64)
+    G = torch.randn(20, 2, generator=g, dtype=torch.float64)
+    Wr = lo.random_directions([3, 6, 6, 2], 10, generator=g)
+    chk = lifting.lift_check([([W[i] for W in Wr], X, G) for i in range(10)], ks=(1, 2, 3))
+    assert chk.networks == 10 and chk.rise <= 1e-12 and chk.excess <= 1e-12 and chk.tail <= 1e-12

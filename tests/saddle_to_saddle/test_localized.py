@@ -144,3 +144,21 @@ def test_integrate_flow_rejects_stacked_networks() -> None:
     X, G, Ws = problem(3)
     with pytest.raises(ValueError, match="one network"):
         lo.integrate_flow([W[None] for W in Ws], X, G)
+
+
+def test_random_directions_on_the_sphere_and_descending() -> None:
+    g = torch.Generator().manual_seed(3)
+    X = torch.randn(10, 3, generator=g, dtype=torch.float64)
+    G = torch.randn(10, 2, generator=g, dtype=torch.float64)
+    Ws = lo.random_directions([3, 5, 5, 2], 32, X=X, G=G, generator=g)
+    assert [tuple(W.shape) for W in Ws] == [(32, 5, 3), (32, 5, 5), (32, 2, 5)]
+    assert torch.allclose(lo.squared_norm(Ws), torch.full((32,), 3.0, dtype=torch.float64))
+    assert bool((lo.localized_loss(Ws, X, G) <= 0).all())
+    # without data: the same draws with no sign flip (only the last layer's sign differs)
+    g2 = torch.Generator().manual_seed(3)
+    torch.randn(10, 3, generator=g2, dtype=torch.float64), torch.randn(10, 2, generator=g2, dtype=torch.float64)
+    plain = lo.random_directions([3, 5, 5, 2], 32, generator=g2)
+    assert torch.equal(plain[0], Ws[0]) and torch.equal(plain[-1].abs(), Ws[-1].abs())
+    # one network when n is None
+    one = lo.random_directions([3, 5, 2], generator=g)
+    assert [tuple(W.shape) for W in one] == [(5, 3), (2, 5)] and float(lo.squared_norm(one)) == pytest.approx(2.0)

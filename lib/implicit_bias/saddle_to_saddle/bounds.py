@@ -13,19 +13,37 @@
 
 A speed ``s`` measured on a solver's output is at most ``s*``; ``kappa`` and the bounds computed
 from it are then larger, i.e. conservative for Theorem 3.1 and Proposition 3.3.
+
+Also here: :class:`NearlyRankOne`, the data of Proposition 3.3 (``X = v u^T + eps E``,
+``G = -v g^T``) on which Theorem 3.1 is non-vacuous, and :func:`prop34_check`, both sides of
+Proposition 3.4 and its layer count on a batch of networks.
 """
 
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
+from dataclasses import dataclass
 
 import torch
+
+from ..spectra import tail_energy
+from .localized import speed
+from .structure import layer_structure
 
 
 def kappa(X: torch.Tensor, G: torch.Tensor, s: float) -> float:
     """``||X||_F ||G||_F / s`` (at least 1 for an escape speed ``s``: ``|L_0| <= ||X|| ||G||`` on
     the sphere)."""
     return float(X.norm() * G.norm()) / float(s)
+
+
+def theorem31_constants(X: torch.Tensor, G: torch.Tensor, s: float) -> tuple[float, float, float]:
+    """``(kappa, c, 81 c^2)`` of Theorem 3.1 for data ``X``, ``G`` and a speed ``s``
+    (:func:`kappa`, :func:`theorem31_c`, :func:`vacuity_depth`)."""
+    k = kappa(X, G, s)
+    c = theorem31_c(k)
+    return k, c, vacuity_depth(c)
 
 
 def speed_upper_bound(X: torch.Tensor, G: torch.Tensor) -> float:
@@ -101,3 +119,74 @@ def prop34_threshold(X: torch.Tensor, G: torch.Tensor, s0: float, p: float, dept
     if not 0 < p < 1:
         raise ValueError(f"p must be in (0, 1), got {p}")
     return 2 * math.log(float(X.norm() * G.norm()) / s0) / (p * depth)
+
+
+@dataclass
+class Prop34Check:
+    """Proposition 3.4 on a batch of networks: ``gap``, the largest ``lhs - rhs`` of the key
+    inequality (``<= 0`` in the ball); ``failures``, summed over ``p``, the number of networks with
+    fewer than ``(1-p) L`` layers under the threshold; ``points``, the networks with ``L_0 < 0``
+    (the others are dropped)."""
+
+    gap: float
+    failures: int
+    points: int
+
+
+def prop34_check(weights: Sequence[torch.Tensor], X: torch.Tensor, G: torch.Tensor,
+                 ps: Sequence[float] = (0.25, 0.5, 0.75)) -> Prop34Check:
+    """Evaluate the key inequality and the layer count of Proposition 3.4 (for each ``p`` in
+    ``ps``: at least ``L - floor(p L)`` of the layers ``0..L-1`` with ``tau(Z^sigma_l) <=``
+    :func:`prop34_threshold`) on the networks stacked along the first axis of ``weights`` whose
+    localized loss is negative."""
+    s0 = speed(weights, X, G)
+    keep = s0 > 0
+    Ws = [W[keep] for W in weights]
+    s0 = s0[keep]
+    st = layer_structure(Ws, X)
+    lhs, rhs = prop34_sides(st.srank_Z, X, G, s0)
+    tau_Z = torch.cat([torch.zeros(len(s0), 1, dtype=s0.dtype) + float(tail_energy(X)), st.tau_Z], -1)
+    L = len(Ws)
+    bad = 0
+    for p in ps:
+        thr = 2 * torch.log(float(X.norm() * G.norm()) / s0) / (p * L)
+        bad += int(((tau_Z <= thr[:, None]).sum(-1) < L - math.floor(p * L)).sum())
+    return Prop34Check(float((lhs - rhs).max()), bad, int(keep.sum()))
+
+
+@dataclass
+class NearlyRankOne:
+    """Non-negative unit vectors ``u`` (``d_in``), ``v`` (``N``), ``g`` (``d_out``) and a noise
+    matrix ``E`` (``(N, d_in)``, unit Frobenius norm): the inputs ``v u^T + eps E`` of
+    Proposition 3.3 (one sample per row) and the aligned gradient ``-v g^T``, for which
+    ``kappa`` is close to 1 and Theorem 3.1's bound is informative."""
+
+    u: torch.Tensor
+    v: torch.Tensor
+    g: torch.Tensor
+    E: torch.Tensor
+
+    @classmethod
+    def sample(cls, n: int, d_in: int, d_out: int, generator: torch.Generator | None = None,
+               dtype: torch.dtype = torch.float64) -> NearlyRankOne:
+        """``u, v, g`` uniform on ``[0, 1)`` then normalised, ``E`` Gaussian then normalised (drawn
+        in the order ``u, v, g, E``)."""
+        u = torch.rand(d_in, generator=generator, dtype=dtype)
+        v = torch.rand(n, generator=generator, dtype=dtype)
+        g = torch.rand(d_out, generator=generator, dtype=dtype)
+        E = torch.randn(n, d_in, generator=generator, dtype=dtype)
+        return cls(u / u.norm(), v / v.norm(), g / g.norm(), E / E.norm())
+
+    @property
+    def rank_one(self) -> torch.Tensor:
+        """``v u^T``."""
+        return torch.outer(self.v, self.u)
+
+    def X(self, eps: float) -> torch.Tensor:
+        """``v u^T + eps E``."""
+        return self.rank_one + eps * self.E
+
+    @property
+    def G(self) -> torch.Tensor:
+        """``-v g^T``."""
+        return -torch.outer(self.v, self.g)

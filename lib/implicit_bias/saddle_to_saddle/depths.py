@@ -1,17 +1,19 @@
 """Optimal escape directions across depths: the solver's cold restarts at each depth, warm starts
 from the lifted optimum of the previous depth (Proposition 3.2's construction, perturbed and
 optimised again), and the lifted network itself; and which depths' optima were found by the solver
-rather than built by the lifting.
+rather than built by the lifting, and a summary of those optima's layer structure.
 
 The lifted network's added layers are rank one and linear *by construction*, so a claim about the
 structure of optima must not read a depth where the lift is the best network found:
 :func:`cold_depths` lists the depths where the best cold restart (random start) reaches the best
-speed, whose structure is the solver's finding.
+speed, whose structure is the solver's finding; :func:`cold_structure` summarises it.
 """
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import Any
 
 import torch
@@ -64,3 +66,57 @@ def cold_depths(rows: dict[int, dict[str, Any]], depths: Sequence[int], rtol: fl
     within a relative ``rtol`` of the best speed found: only there is the structure of an optimum
     (read from ``cold_structure``) the solver's finding rather than the lifting's construction."""
     return [L for L in depths if rows[L]["speed"] - rows[L]["cold_speed"] <= rtol * rows[L]["speed"]]
+
+
+@dataclass
+class ColdStructure:
+    """The layer structure of the best cold restarts of :func:`optima_over_depths`, read at the
+    depths where they reach the best speed (``depths``; :func:`cold_depths`). Maxima and minima
+    over an empty set of depths are NaN.
+
+    - ``first_tau``: the smallest ``tau(W_1)`` (a high-rank first layer when large);
+    - ``later_tau``: the largest ``tau(W_l)``, ``l >= 2`` (rank one after the first layer when 0);
+    - ``rank_tau``: the largest ``tau`` of any ``W_l`` or hidden ``Z^sigma_l`` (rank one everywhere);
+    - ``linear_depths`` and ``later_nu``: the depths ``>= 4`` (those with a third hidden layer) and
+      the largest ``nu_l``, ``l >= 3``, over them (the ReLU is the identity from layer 3 on when 0);
+    - ``ratio_l14``: the largest ``l^(1/4) s_2/s_1`` of ``W_l``, ``l >= 2`` (at most 1 when
+      ``s_1 >= l^(1/4) s_2``, the abstract's reading of Theorem 3.1);
+    - ``slope12``: the largest log-log slope ``log(tau(W_2) / tau(W_1)) / log 2`` between the first
+      two layers, with ``tau(W_2)`` floored at ``floor`` (compare Theorem 3.1's rate ``-1/2``), over
+      the depths where the first layer is not rank one (``tau(W_1) > 0``; NaN if there is none).
+    """
+
+    depths: list[int]
+    first_tau: float
+    later_tau: float
+    rank_tau: float
+    linear_depths: list[int]
+    later_nu: float
+    ratio_l14: float
+    slope12: float
+
+
+def _quarter_powers(depth: int, dtype: torch.dtype) -> torch.Tensor:
+    """``l^(1/4)`` for the layers ``l = 2..depth``."""
+    return torch.arange(2, depth + 1, dtype=dtype).pow(0.25)
+
+
+def cold_structure(rows: dict[int, dict[str, Any]], depths: Sequence[int], rtol: float = 2e-3,
+                   floor: float = 1e-6) -> ColdStructure:
+    """:class:`ColdStructure` of the rows of :func:`optima_over_depths` at the depths among
+    ``depths`` that :func:`cold_depths` (with ``rtol``) keeps, read from ``cold_structure``."""
+    cold = cold_depths(rows, depths, rtol)
+    st = {L: rows[L]["cold_structure"] for L in cold}
+    nan = float("nan")
+    linear = [L for L in cold if L >= 4]
+    return ColdStructure(
+        depths=cold,
+        first_tau=min((float(st[L].tau_W[0]) for L in cold), default=nan),
+        later_tau=max((float(st[L].tau_W[1:].max()) for L in cold), default=nan),
+        rank_tau=max((max(float(st[L].tau_W.max()), float(st[L].tau_Z.max())) for L in cold), default=nan),
+        linear_depths=linear,
+        later_nu=max((float(st[L].nu[2:].max()) for L in linear), default=nan),
+        ratio_l14=max((float((st[L].ratio_W[1:] * _quarter_powers(L, st[L].ratio_W.dtype)).max()) for L in cold),
+                      default=nan),
+        slope12=max((math.log(max(float(st[L].tau_W[1]), floor) / float(st[L].tau_W[0])) / math.log(2)
+                     for L in cold if float(st[L].tau_W[0]) > 0), default=nan))

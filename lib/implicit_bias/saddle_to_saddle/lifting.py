@@ -11,11 +11,14 @@ side with ``S = sum_i ||W_L[:, i]|| ||W_{L-1}[i, :]||``, and pass the non-negati
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
 
 import torch
 
 from ..models import layer_activations
+from .localized import localized_loss, squared_norm
+from .structure import layer_structure
 
 
 def lift(weights: Sequence[torch.Tensor], X: torch.Tensor, G: torch.Tensor, k: int = 1
@@ -52,3 +55,34 @@ def lift(weights: Sequence[torch.Tensor], X: torch.Tensor, G: torch.Tensor, k: i
     new += [torch.outer(e, e) for _ in range(k)]
     new.append(S ** 0.5 * torch.outer(u[:, i], e))
     return new
+
+
+@dataclass
+class LiftCheck:
+    """The largest deviations from Proposition 3.2 over the networks :func:`lift_check` lifted:
+    ``rise``, of ``L_0(lifted) - L_0(theta)`` (``<= 0`` by the proposition); ``excess``, of
+    ``||lifted||^2 - ||theta||^2 - k`` (``<= 0``); ``tail``, of ``tau(W_l)`` over the added layers
+    and the last one and, for ``k >= 2``, ``nu_l`` over the added hidden layers (0: rank one, ReLU
+    the identity); ``networks``, how many networks were lifted (each with every ``k``)."""
+
+    rise: float
+    excess: float
+    tail: float
+    networks: int
+
+
+def lift_check(cases: Iterable[tuple[Sequence[torch.Tensor], torch.Tensor, torch.Tensor]],
+               ks: Sequence[int] = (1, 2)) -> LiftCheck:
+    """Apply :func:`lift` with every ``k`` in ``ks`` to each ``(weights, X, G)`` of ``cases`` (one
+    network each) and measure the three properties of :class:`LiftCheck`."""
+    rise, excess, tail, count = -float("inf"), -float("inf"), 0.0, 0
+    for Ws, X, G in cases:
+        L = len(Ws)
+        count += 1
+        for k in ks:
+            new_w = lift(Ws, X, G, k)
+            rise = max(rise, float(localized_loss(new_w, X, G) - localized_loss(Ws, X, G)))
+            excess = max(excess, float(squared_norm(new_w)) - float(squared_norm(Ws)) - k)
+            st = layer_structure(new_w, X)
+            tail = max(tail, float(st.tau_W[L - 1:].max()), float(st.nu[L - 1:].max()) if k > 1 else 0.0)
+    return LiftCheck(rise, excess, tail, count)

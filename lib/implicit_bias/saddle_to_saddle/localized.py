@@ -21,7 +21,7 @@ from dataclasses import dataclass
 
 import torch
 
-from ..models import layer_activations
+from ..models import gaussian_weights, layer_activations
 
 Weights = list[torch.Tensor]
 
@@ -93,6 +93,19 @@ def localized_gradient(weights: Sequence[torch.Tensor], X: torch.Tensor, G: torc
     value = localized_loss(Ws, X, G)
     grads = torch.autograd.grad(value.sum(), Ws)
     return [g.detach() for g in grads], value.detach()
+
+
+def random_directions(dims: Sequence[int], n: int | None = None, *, X: torch.Tensor | None = None,
+                      G: torch.Tensor | None = None, generator: torch.Generator | None = None) -> Weights:
+    """Random points of the sphere ``||theta||^2 = L`` (Gaussian weights of layer sizes ``dims``,
+    rescaled by :func:`to_sphere`): ``n`` stacked networks, or one network when ``n`` is None.
+    With ``X`` and ``G``, the sign of each network's last layer is flipped where needed so that
+    ``L_0(theta) <= 0`` (a direction of decrease, ``L_0`` being odd in the last layer)."""
+    Ws = to_sphere(gaussian_weights(dims, 1.0, () if n is None else (n,), generator=generator))
+    if X is not None and G is not None:
+        sign = torch.sign(localized_loss(Ws, X, G))
+        Ws[-1] = Ws[-1] * (-sign)[..., None, None]
+    return Ws
 
 
 def kkt_residual(weights: Sequence[torch.Tensor], X: torch.Tensor, G: torch.Tensor) -> torch.Tensor:

@@ -40,6 +40,16 @@ def nonlinearity(Z: torch.Tensor) -> torch.Tensor:
     return (torch.relu(Z) - Z).pow(2).flatten(-2).sum(-1) / Z.pow(2).flatten(-2).sum(-1)
 
 
+def worst_per_layer(st: LayerStructure) -> torch.Tensor:
+    """``max(tau(W_l), tau(Z^sigma_l), nu_l)`` for every layer ``l = 1..L`` (the quantity that
+    Theorem 3.1 and Proposition 3.3 bound; the output layer has no ``Z^sigma_L`` or ``nu_L`` and
+    counts ``tau(W_L)`` only)."""
+    pad = st.tau_W.new_zeros(*st.tau_W.shape[:-1], 1)
+    tau_Z = torch.cat([st.tau_Z.to(st.tau_W.dtype), pad], -1)
+    nu = torch.cat([st.nu.to(st.tau_W.dtype), pad], -1)
+    return torch.stack([st.tau_W, tau_Z, nu]).max(0).values
+
+
 def layer_structure(weights: Sequence[torch.Tensor], X: torch.Tensor) -> LayerStructure:
     """The measures of the module docstring for a network (or stacked networks) on ``X``."""
     pre, post = layer_activations(weights, X)
