@@ -588,7 +588,7 @@ def6_etas = (0.1, 0.025)
 # the Def. 6 pair ({x1 a}, {a o, b o}) and the cut ({x1 a, x2 b}, {a o, b o}) of the edge list above
 def6_q = [((0,), (2, 3)), ((0, 1), (2, 3))]
 def6_runs = [PI.square_sum_drifts(def6_net, Xd, yd, def6_q, eta, T=4.0) for eta in def6_etas]
-def6 = np.array([[*d, flips] for d, flips in def6_runs])  # rows: eta; columns: Def. 6 pair, cut, flips
+def6 = np.array([[*d, flips] for d, flips in def6_runs])  # rows: eta; cols: Def. 6 pair, cut, flips
 def6_flips = int(def6[:, 2].sum())
 def6_ratio_layer = float(def6[1, 0] / def6[0, 0])
 def6_ratio_cut = float(def6[1, 1] / def6[0, 1])

@@ -47,7 +47,7 @@ def rescaling_changes(net: DAGNetwork, X: torch.Tensor, paths: Paths, H: torch.T
     ``k`` uniform in ``-8..8`` and once by ``exp(N(0, 1))`` (drawn from ``generator`` in that
     order, vertex by vertex). Returns ``(entries of h that the powers of two changed at all,
     max relative change of the nonzero h_p under the random factors / ((2 alpha + 4) u))``;
-    ``H = path_enumeration(net, X, paths)``. The first is 0 and the second below 1 to first order."""
+    ``H = path_enumeration(net, X, paths)``. The first is 0, the second below 1 to first order."""
     alpha = net.longest_path()
     bad, ratio = 0, 0.0
     nz = H != 0
@@ -88,7 +88,8 @@ def eq2_ratio(net: DAGNetwork, X: torch.Tensor, paths: Paths, H: torch.Tensor) -
     Hreq = H.clone().requires_grad_(True)
     (grad_mu,) = torch.autograd.grad(dec.mu(Hreq).sum(), Hreq)
     w2 = net.weights.clone().requires_grad_(True)
-    (g_eq2,) = torch.autograd.grad((grad_mu * path_enumeration(net, X, paths, weights=w2)).sum(), w2)
+    h_w2 = path_enumeration(net, X, paths, weights=w2)
+    (g_eq2,) = torch.autograd.grad((grad_mu * h_w2).sum(), w2)
     w3 = net.weights.clone().requires_grad_(True)
     (g_nu,) = torch.autograd.grad(net(X, w3).sum(), w3)
     wa = net.weights.abs().clone().requires_grad_(True)
