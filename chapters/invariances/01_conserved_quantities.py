@@ -73,7 +73,7 @@ import torch
 from myst_nb import glue
 
 from implicit_bias import data, models, plotting
-from implicit_bias.invariances import invariants as inv
+from implicit_bias.invariances import drifts, invariants as inv
 from implicit_bias.chapter import start_chapter
 from implicit_bias.claims import Ledger
 from implicit_bias.ensembles import Ensemble
@@ -362,51 +362,31 @@ ledger.above("euler-identity-skip", "Def. 5", "negative control: units touching 
 # $|Q_v|$), and for the cuts relative to the largest $\|F\|_F^2$.
 
 # %%
-def summarise(tr, ens):
-    """Relative drifts over time of one tracked single-member run."""
-    groups = inv.neuron_groups(ens.template)
-    scale = float(inv.neuron_scales(ens.params, groups, 1)[0])
-    cons = [g.name for g in groups if g.conserved]
-    ctrl = [g.name for g in groups if not g.conserved]
-    worst = lambda names, corr: torch.stack(
-        [tr.drift(n, corr)[:, 0].abs().amax(-1) for n in names]).amax(0).numpy() / scale
-    convs = [n for n in cons if n.startswith("conv")]
-    out = dict(t=tr.time[:, 0].numpy(), raw=worst(cons, False), corr=worst(cons, True),
-               ctrl=worst(ctrl, True) if ctrl else None, loss=tr.loss[0, tr.steps].numpy(),
-               corr_conv=float(worst(convs, True).max()) if convs else None)
-    if tr.cuts is not None and tr.cuts.shape[-1] > 1:
-        cscale = float(tr.cuts[-1, 0].max())
-        out["cut_raw"] = tr.cut_drift(False)[:, 0].abs().amax(-1).numpy() / cscale
-        out["cut_corr"] = tr.cut_drift(True)[:, 0].abs().amax(-1).numpy() / cscale
-    return out
-
-
-runs = {}
 def tracked_run(name, loss):
-    """One model of FACTORIES trained by GD with ``loss``, summarised (see ``summarise``)."""
+    """One model of FACTORIES trained by GD with ``loss``, summarised (``drifts.drift_summary``)."""
     factory, Xm = FACTORIES[name]
     ens = Ensemble.from_models([fresh(factory)])
     steps = P["cnn_steps"] if name.startswith("CNN") else P["steps"]
     tr = inv.train_tracked(ens, Xm, y, loss=loss, steps=steps, lr=P["lr"],
                            record_every=P["record_every"])
-    r = summarise(tr, ens)
-    print(f"{name:16s} {loss:8s} loss {r['loss'][0]:.3f} -> {r['loss'][-1]:.4f}   Eq.4 raw drift "
-          f"{r['raw'].max():.1e}, corrected {r['corr'].max():.1e}   cuts raw "
-          f"{r['cut_raw'].max():.1e}, corrected {r['cut_corr'].max():.1e}"
-          + (f"   identity-skip units {r['ctrl'].max():.1e}" if r["ctrl"] is not None else ""))
+    r = drifts.drift_summary(tr, ens)
+    print(f"{name:16s} {loss:8s} loss {r.loss[0]:.3f} -> {r.loss[-1]:.4f}   Eq.4 raw drift "
+          f"{r.raw.max():.1e}, corrected {r.corr.max():.1e}   cuts raw "
+          f"{r.cut_raw.max():.1e}, corrected {r.cut_corr.max():.1e}"
+          + (f"   identity-skip units {r.ctrl.max():.1e}" if r.ctrl is not None else ""))
     return r
 
 
 runs = {name: tracked_run(name, "logistic") for name in FACTORIES}
 runs_sq = {name: tracked_run(name, "half_mse") for name in P["square_loss"]}
 
-corr_max = max(r["corr"].max() for r in runs.values())
-cnn_channels_corr = runs["CNN + max-pool"]["corr_conv"]
-raw_min = min(r["raw"][-1] for r in (*runs.values(), *runs_sq.values()))
-cut_max = max(r["cut_corr"].max() for r in runs.values())
-sq_max = max(max(r["corr"].max(), r["cut_corr"].max()) for r in runs_sq.values())
-sq_raw = min(r["raw"][-1] for r in runs_sq.values())
-ctrl_end = runs["ResNet identity"]["ctrl"][-1]
+corr_max = max(r.corr.max() for r in runs.values())
+cnn_channels_corr = runs["CNN + max-pool"].corr_conv
+raw_min = min(r.raw[-1] for r in (*runs.values(), *runs_sq.values()))
+cut_max = max(r.cut_corr.max() for r in runs.values())
+sq_max = max(max(r.corr.max(), r.cut_corr.max()) for r in runs_sq.values())
+sq_raw = min(r.raw[-1] for r in runs_sq.values())
+ctrl_end = runs["ResNet identity"].ctrl[-1]
 glue("cq-a-corr", f"{corr_max:.0e}", display=False)
 glue("cq-a-raw", f"{raw_min:.0e}", display=False)
 glue("cq-a-cut", f"{cut_max:.0e}", display=False)
@@ -443,12 +423,12 @@ ledger.above("identity-skip-control", "Def. 5", "negative control: units touchin
 fig, axes = plotting.subplots(3, height=2.8, sharey=True)
 for i, (name, r) in enumerate(runs.items()):
     c = plotting.color(i)
-    axes[0].plot(r["t"][1:], r["raw"][1:], color=c, label=name)
-    axes[1].plot(r["t"][1:], np.maximum(r["corr"][1:], 1e-18), color=c)
-    axes[2].plot(r["t"][1:], r["cut_raw"][1:], color=c, ls=":")
-    axes[2].plot(r["t"][1:], np.maximum(r["cut_corr"][1:], 1e-18), color=c)
-    if r["ctrl"] is not None:
-        axes[1].plot(r["t"][1:], r["ctrl"][1:], color=c, ls="--", label="identity-skip units")
+    axes[0].plot(r.t[1:], r.raw[1:], color=c, label=name)
+    axes[1].plot(r.t[1:], np.maximum(r.corr[1:], 1e-18), color=c)
+    axes[2].plot(r.t[1:], r.cut_raw[1:], color=c, ls=":")
+    axes[2].plot(r.t[1:], np.maximum(r.cut_corr[1:], 1e-18), color=c)
+    if r.ctrl is not None:
+        axes[1].plot(r.t[1:], r.ctrl[1:], color=c, ls="--", label="identity-skip units")
 for ax in axes:
     ax.set_yscale("log")
     ax.set_xlabel(r"gradient-flow time $\eta t$")
@@ -509,52 +489,21 @@ stops = (P["sweep_T"] / etas).round().long()
 log_eta = np.log(etas.cpu().numpy())
 
 
-def sweep(factory, Xm):
-    """Fixed-time sweep and one-step drifts: per-eta relative drifts of the conserved and the
-    control units."""
-    ens = Ensemble.from_models([fresh(factory) for _ in range(len(etas))])
-    model = fresh(factory)
-    groups = inv.neuron_groups(model)
-    cons = [g for g in groups if g.conserved]
-    ctrl = [g for g in groups if not g.conserved]
-    p0 = {k: v.detach() for k, v in model.named_parameters()}
-    g0 = inv.param_grads(model, Xm, y, loss="logistic")
-    q0 = inv.neuron_invariants(p0, groups)
-    scale0 = float(inv.neuron_scales(p0, groups))
-
-    def one_step(sel, eta):
-        q1 = inv.neuron_invariants({k: p0[k] - eta * g0[k] for k in p0}, sel)
-        return float(torch.cat([q1[g.name] - q0[g.name] for g in sel]).norm()) / scale0
-
-    tr = inv.train_tracked(ens, Xm, y, loss="logistic", steps=int(stops.max()), lr=etas,
-                           stop_after=stops, record_every=int(stops.max()))
-    scale = inv.neuron_scales(ens.params, groups, 1).cpu()
-    total = lambda sel, corr: (torch.cat([tr.drift(g.name, corr)[-1] for g in sel], -1)
-                               .norm(dim=-1) / scale).numpy()
-    worst = lambda sel: (torch.cat([tr.drift(g.name)[-1] for g in sel], -1).abs().amax(-1)
-                         / scale).numpy()
-    out = dict(step=np.array([one_step(cons, float(e)) for e in etas]),
-               raw=total(cons, False), corr=worst(cons), loss=tr.loss[:, -1].numpy())
-    if ctrl:
-        out["ctrl_step"] = np.array([one_step(ctrl, float(e)) for e in etas])
-        out["ctrl"] = total(ctrl, True)
-    return out
-
-
-sw_mlp = sweep(*FACTORIES["MLP"])
-sw_id = sweep(*FACTORIES["ResNet identity"])
+sweep = lambda name: drifts.fixed_time_sweep(lambda: fresh(FACTORIES[name][0]), FACTORIES[name][1],
+                                             y, etas, stops)
+sw_mlp, sw_id = sweep("MLP"), sweep("ResNet identity")
 slope = lambda v: float(np.polyfit(log_eta, np.log(v), 1)[0])
-s_step, s_total = slope(sw_mlp["step"]), slope(sw_mlp["raw"])
-s_ctrl_step = slope(sw_id["ctrl_step"])
-s_mid_total = slope(sw_id["raw"])
-sweep_corr = max(sw_mlp["corr"].max(), sw_id["corr"].max())
-ctrl_ratio = float(sw_id["ctrl"][-1] / sw_id["ctrl"][0])
+s_step, s_total = slope(sw_mlp.step), slope(sw_mlp.raw)
+s_ctrl_step = slope(sw_id.ctrl_step)
+s_mid_total = slope(sw_id.raw)
+sweep_corr = max(sw_mlp.corr.max(), sw_id.corr.max())
+ctrl_ratio = float(sw_id.ctrl[-1] / sw_id.ctrl[0])
 for k, e in enumerate(P["sweep_etas"]):
-    print(f"eta {e:.4g} ({int(stops[k])} steps): MLP one step {sw_mlp['step'][k]:.2e}, total raw "
-          f"{sw_mlp['raw'][k]:.2e}, corrected {sw_mlp['corr'][k]:.1e} | ResNet identity: middle "
-          f"units raw {sw_id['raw'][k]:.2e}, skip units one step {sw_id['ctrl_step'][k]:.2e}, "
-          f"total corrected {sw_id['ctrl'][k]:.3f}")
-print(f"final loss at T={P['sweep_T']:g}: MLP {sw_mlp['loss'].round(4)}")
+    print(f"eta {e:.4g} ({int(stops[k])} steps): MLP one step {sw_mlp.step[k]:.2e}, total raw "
+          f"{sw_mlp.raw[k]:.2e}, corrected {sw_mlp.corr[k]:.1e} | ResNet identity: middle "
+          f"units raw {sw_id.raw[k]:.2e}, skip units one step {sw_id.ctrl_step[k]:.2e}, "
+          f"total corrected {sw_id.ctrl[k]:.3f}")
+print(f"final loss at T={P['sweep_T']:g}: MLP {sw_mlp.loss.round(4)}")
 glue("cq-b-step", f"{s_step:.3f}", display=False)
 glue("cq-b-total", f"{s_total:.2f}", display=False)
 glue("cq-b-mid", f"{s_mid_total:.2f}", display=False)
@@ -585,17 +534,17 @@ ledger.above("identity-skip-gf-limit", "Def. 5", "negative control of the step-s
 fig, axes = plotting.subplots(2, height=2.9)
 e_np = etas.cpu().numpy()
 ax = axes[0]
-ax.loglog(e_np, sw_mlp["raw"], "o-", color=plotting.color(0), label=f"total at T (slope {s_total:.2f})")
-ax.loglog(e_np, sw_mlp["step"], "s-", color=plotting.color(1), label=f"one step (slope {s_step:.2f})")
-ax.loglog(e_np, np.maximum(sw_mlp["corr"], 1e-18), "^-", color=plotting.color(2),
+ax.loglog(e_np, sw_mlp.raw, "o-", color=plotting.color(0), label=f"total at T (slope {s_total:.2f})")
+ax.loglog(e_np, sw_mlp.step, "s-", color=plotting.color(1), label=f"one step (slope {s_step:.2f})")
+ax.loglog(e_np, np.maximum(sw_mlp.corr, 1e-18), "^-", color=plotting.color(2),
           label="total minus App. F terms")
 ax.axhline(TOL, color="grey", lw=0.8)
 ax.set_title("MLP, Eq. (4)")
 ax = axes[1]
-ax.loglog(e_np, sw_id["raw"], "o-", color=plotting.color(0), label="middle units, total")
-ax.loglog(e_np, sw_id["ctrl"], "D--", color=plotting.color(3),
+ax.loglog(e_np, sw_id.raw, "o-", color=plotting.color(0), label="middle units, total")
+ax.loglog(e_np, sw_id.ctrl, "D--", color=plotting.color(3),
           label="skip units, total minus App. F")
-ax.loglog(e_np, sw_id["ctrl_step"], "s--", color=plotting.color(1),
+ax.loglog(e_np, sw_id.ctrl_step, "s--", color=plotting.color(1),
           label=f"skip units, one step (slope {s_ctrl_step:.2f})")
 ax.set_title("ResNetIdentity")
 for ax in axes:

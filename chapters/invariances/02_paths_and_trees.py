@@ -65,11 +65,10 @@ import math
 import matplotlib.pyplot as plt
 import numpy as np
 import torch
-import torch.nn.functional as F
 from myst_nb import glue
 
 from implicit_bias import models, plotting
-from implicit_bias.invariances import paths as P
+from implicit_bias.invariances import identities as PI, paths as P
 from implicit_bias.chapter import start_chapter
 from implicit_bias.claims import Ledger
 
@@ -489,40 +488,10 @@ for k in range(n_sym):
     y = torch.where(torch.rand(64, generator=gen) < 0.5, -1.0, 1.0).to(D)
     pa = P.enumerate_paths(net)
     H = P.path_enumeration(net, X, pa)
-    alpha = net.longest_path()
-    c_round = P.roundoff_constant(net)
-    for v in net.hidden():
-        k_pow = int(torch.randint(-8, 9, (), generator=gen))
-        w_pow = P.rescale_neuron(net, v, 2.0**k_pow)
-        exact_bad += int((P.path_enumeration(net, X, pa, weights=w_pow) != H).sum())
-        cval = torch.exp(torch.randn((), generator=gen, dtype=D))
-        Hc = P.path_enumeration(net, X, pa, weights=P.rescale_neuron(net, v, cval))
-        nz = H != 0
-        rel = ((Hc - H).abs()[nz] / H.abs()[nz]).max()
-        h_ratio = max(h_ratio, float(rel / ((2 * alpha + 4) * u)))
-    # Euler identity of the logistic risk at every hidden vertex
-    w = net.weights.clone().requires_grad_(True)
-    out = net(X, w)
-    risk = F.softplus(-y * out).mean()
-    (g,) = torch.autograd.grad(risk, w)
-    lprime = torch.sigmoid(-y * out.detach())  # |l'(y nu)|
-    vinc = pa.vertex_incidence(net)
-    A = (lprime[:, None] * H.abs()).mean(0) @ vinc  # A_v for every vertex
-    wg = net.weights * g
-    for v in net.hidden():
-        Dv = wg[net.in_edges(v)].sum() - wg[net.out_edges(v)].sum()
-        euler_ratio = max(euler_ratio, float(Dv.abs() / (4 * c_round * u * A[v])))
-    # Equation (2): gradient through the fixed tree mu against autograd on nu
-    dec = P.decompose(net, pa)
-    Hreq = H.clone().requires_grad_(True)
-    (grad_mu,) = torch.autograd.grad(dec.mu(Hreq).sum(), Hreq)
-    w2 = net.weights.clone().requires_grad_(True)
-    (g_eq2,) = torch.autograd.grad((grad_mu * P.path_enumeration(net, X, pa, weights=w2)).sum(), w2)
-    w3 = net.weights.clone().requires_grad_(True)
-    (g_nu,) = torch.autograd.grad(net(X, w3).sum(), w3)
-    wa = net.weights.abs().clone().requires_grad_(True)
-    (G,) = torch.autograd.grad(P.path_enumeration(net, X.abs(), pa, weights=wa).sum(), wa)
-    eq2_ratio = max(eq2_ratio, float(((g_eq2 - g_nu).abs() / (4 * c_round * u * G)).max()))
+    bad, ratio = PI.rescaling_changes(net, X, pa, H, generator=gen)  # check 1
+    exact_bad, h_ratio = exact_bad + bad, max(h_ratio, ratio)
+    euler_ratio = max(euler_ratio, float(PI.euler_ratios(net, X, y, pa, H).max()))  # check 2
+    eq2_ratio = max(eq2_ratio, PI.eq2_ratio(net, X, pa, H))  # check 3
 
 print(f"{n_sym} networks: entries of h changed by a power-of-two rescaling: {exact_bad}")
 print(f"random rescaling: max relative change of h / ((2 alpha + 4) u) = {h_ratio:.3f}")
@@ -600,19 +569,7 @@ def eq44_errors(widths):
     net = P.layered(widths, generator=gen)
     Xw = torch.randn(64, widths[0], generator=gen, dtype=D)
     yw = torch.where(torch.rand(64, generator=gen) < 0.5, -1.0, 1.0).to(D)
-    pa = P.enumerate_paths(net)
-    dec = P.decompose(net, pa)
-    first = torch.tensor([int(a) in net.inputs for a in net.edges[:, 0].tolist()])
-    w = net.weights.clone().requires_grad_(True)
-    out = net(Xw, w)
-    (g,) = torch.autograd.grad(torch.nn.functional.softplus(-yw * out).mean(), w)
-    lhs = float((net.weights * g)[first].sum())          # sum_{e in F} w_e dR/dw_e
-    Ha = P.path_enumeration(net, Xw, pa, absolute=True).requires_grad_(True)
-    (grad_mu,) = torch.autograd.grad(dec.mu_abs(Ha).sum(), Ha)   # [grad mu'(h'(x_j))]_p
-    lprime = -torch.sigmoid(-yw * out.detach())                    # l'(y_j nu(x_j))
-    d = (lprime * yw)[:, None] * grad_mu * Ha.detach() / len(yw)   # d_{j,p} / n (Eq. 35)
-    once, twice = float(d.sum()), float((d * Ha.detach()).sum())
-    return abs(once - lhs) / abs(lhs), abs(twice - lhs) / abs(lhs)
+    return PI.eq44_errors(net, Xw, yw)
 
 
 eq44 = np.array([eq44_errors(wd) for wd in [(3, 4, 3, 1), (2, 5, 4, 3, 1), (4, 6, 1)]])
@@ -627,23 +584,11 @@ Xd = torch.rand(40, 2, generator=gen, dtype=D) * torch.tensor([1.0, -1.0], dtype
 yd = torch.where(Xd[:, 0] + 0.5 * Xd[:, 1] > 0.25, 1.0, -1.0).to(D)
 
 
-def def6_drifts(eta, T=4.0):
-    """Drifts of the Def. 6 pair (F, F') and of the cut pair after gradient descent to time T,
-    and the weight-sign changes over all steps (Assumption 1's monitor)."""
-    w = def6_net.weights.clone()
-    q = lambda v: (v[0] ** 2 - v[2] ** 2 - v[3] ** 2, v[0] ** 2 + v[1] ** 2 - v[2] ** 2 - v[3] ** 2)
-    start, flips = q(w), 0
-    for _ in range(int(round(T / eta))):
-        w.requires_grad_(True)
-        (g,) = torch.autograd.grad(torch.nn.functional.softplus(-yd * def6_net(Xd, w)).mean(), w)
-        flips += int((torch.sign(w - eta * g) != torch.sign(w)).sum())
-        w = (w - eta * g).detach()
-    end = q(w)
-    return [abs(float(e - s)) for e, s in zip(end, start)] + [flips]
-
-
 def6_etas = (0.1, 0.025)
-def6 = np.array([def6_drifts(e) for e in def6_etas])   # rows: eta; columns: Def. 6 pair, cut, flips
+# the Def. 6 pair ({x1 a}, {a o, b o}) and the cut ({x1 a, x2 b}, {a o, b o}) of the edge list above
+def6_q = [((0,), (2, 3)), ((0, 1), (2, 3))]
+def6_runs = [PI.square_sum_drifts(def6_net, Xd, yd, def6_q, eta, T=4.0) for eta in def6_etas]
+def6 = np.array([[*d, flips] for d, flips in def6_runs])  # rows: eta; cols: Def. 6 pair, cut, flips
 def6_flips = int(def6[:, 2].sum())
 def6_ratio_layer = float(def6[1, 0] / def6[0, 0])
 def6_ratio_cut = float(def6[1, 1] / def6[0, 1])
