@@ -454,7 +454,10 @@ def test_cancelled_and_requeued_jobs_resume_from_the_cache(slurm: Cluster, demo:
 
     go(0, 1)
     known = set(slurm.jobs())
-    first = subprocess.Popen(args, cwd=demo, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    # Ctrl-C must reach the run even when the test command itself runs in the background of a
+    # non-interactive shell (which starts it with SIGINT ignored, inherited by every child)
+    first = subprocess.Popen(args, cwd=demo, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                             preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
     try:
         _wait_for(lambda: entries() == 2, 120, "two stored segments")
         (job,) = set(slurm.jobs()) - known
