@@ -85,7 +85,7 @@ def test_a_part_never_imports_another_part():
     for part in sorted(parts()):
         for path in sorted((LIB / part).rglob("*.py")):
             for line, other, text in imported_parts(path, module_package(path)):
-                if other != part:
+                if other != part and part not in SYNTHESIS_FOLDERS:   # the synthesis reads every part
                     bad.append(f"{path.relative_to(LIB)}:{line}: part {part!r} imports part {other!r}: {text}")
     assert not bad, "a part must not import another part (move what both need into the toolkit):\n" + "\n".join(bad)
 
