@@ -85,11 +85,12 @@ import numpy as np
 import torch
 from myst_nb import glue
 
-from implicit_bias import cache, ensembles, models, plotting, train
+from implicit_bias import cache, plotting
 from implicit_bias.bottleneck import jacobians, sweeps, tasks
 from implicit_bias.chapter import start_chapter
 from implicit_bias.claims import Ledger
 from implicit_bias.saddle_to_saddle import localized
+from implicit_bias.synthesis import arms
 
 P, dev = start_chapter(PROFILES, profile=profile, seed=seed, device=device)
 ledger = Ledger("synthesis/03_pauses_and_minima")
@@ -112,34 +113,18 @@ glue("p8-depths", ", ".join(map(str, P["small_depths"])), display=False)
 # bottleneck rank 2. Profile `full` needs a GPU and was **not run** for this page.
 
 # %%
-def train_small(L: int, eta0: float) -> list[torch.Tensor]:
-    """The small arm of 01_five_lenses (same seeds, steps and step rule), final weights only."""
-    gen = torch.Generator().manual_seed(seed)
-    dims = [d_in] + [P["width"]] * (L - 1) + [d_out]
-    W = models.gaussian_weights(dims, P["small_std"], batch_shape=(len(seeds),), generator=gen,
-                                dtype=torch.float32, device=dev)
-    train.train_norm_adaptive(W, X.float().to(dev), Y.float().to(dev), loss="half_mse", steps=P["small_steps"],
-                              eta0=eta0, radius=L ** 0.5, desc=f"small L={L}")
-    return [w.to("cpu", D) for w in W]
-
-
-def train_plain(L: int) -> list[torch.Tensor]:
-    """The plain arm of 01_five_lenses: standard initialisation, no regularisation."""
-    ens = ensembles.Ensemble.build(
-        lambda s: models.MLP(d_in, d_out, P["width"], L, bias=False, init_scale=P["reg_init"]), seeds=seeds,
-        device=dev)
-    ensembles.train_ensemble(ens, X.float().to(dev), Y.float().to(dev), loss="half_mse", steps=P["plain_steps"],
-                             lr=2.0 / L, on_diverge="record", progress=False)
-    return [W.detach().to("cpu", D) for W in ens.weight_matrices()]
-
-
 keys = {k: P[k] for k in ("n", "width", "small_steps", "small_std", "plain_steps", "reg_init")}
 small = {L: {"W": cache.cached("synthesis-p8-small", dict(L=L, eta0=eta0, seeds=seeds, **keys),
-                               lambda L=L, eta0=eta0: train_small(L, eta0), enabled=P["cache"])}
+                               lambda L=L, eta0=eta0: arms.train_small(
+                                   X, Y, L, eta0, P["small_steps"], width=P["width"], std=P["small_std"], seed=seed,
+                                   n_nets=len(seeds), record=1, device=dev, snapshots=False)["W"],
+                               enabled=P["cache"])}
          for L, eta0 in zip(P["small_depths"], P["small_eta"])}
 reg = sweeps.depth_sweep(X, Y, P["small_depths"], seeds, P["width"], P["lam"], P["reg_steps"], 2.0,
                          P["reg_init"], torch.float32, dev, use_cache=P["cache"], name="synthesis-p8-reg")
-plain = {L: (None, cache.cached("synthesis-p8-plain", dict(L=L, seeds=seeds, **keys), lambda L=L: train_plain(L),
+plain = {L: (None, cache.cached("synthesis-p8-plain", dict(L=L, seeds=seeds, **keys), lambda L=L: arms.train_plain(
+                                X, Y, L, width=P["width"], init_scale=P["reg_init"], steps=P["plain_steps"],
+                                seeds=seeds, device=dev)[1],
                                 enabled=P["cache"]))
          for L in P["small_depths"]}
 
