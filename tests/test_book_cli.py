@@ -161,31 +161,9 @@ BAD_INPUTS = [
     (["execute", "01_ok", "-p", "device", "cuda", "--out-dir", "out"], "torch sees no CUDA GPU"),
 ])
 
-# runs each command line of BAD_INPUTS in one process (the book's root is the working directory),
-# as `python -m implicit_bias.book` would: exit status, stdout and stderr of each, as JSON
-MANY = """
-import contextlib, io, json, sys
-from implicit_bias.book.cli import main
-results = []
-for args in json.loads(sys.argv[1]):
-    out, err = io.StringIO(), io.StringIO()
-    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
-        try:
-            rc = main(args)
-        except SystemExit as exc:
-            rc = exc.code
-    results.append({"rc": rc, "out": out.getvalue(), "err": err.getvalue()})
-print(json.dumps(results))
-"""
 
-
-def test_bad_parameters_are_refused_before_any_kernel_starts(demo_book: Path):
-    import json
-
-    done = subprocess.run([sys.executable, "-c", MANY, json.dumps([a for a, _ in BAD_INPUTS])],
-                          cwd=demo_book, capture_output=True, text=True, timeout=300)
-    assert done.returncode == 0, done.stderr
-    for (args, message), result in zip(BAD_INPUTS, json.loads(done.stdout.splitlines()[-1])):
+def test_bad_parameters_are_refused_before_any_kernel_starts(demo_book: Path, run_cli_many):
+    for (args, message), result in zip(BAD_INPUTS, run_cli_many([a for a, _ in BAD_INPUTS], demo_book)):
         assert result["rc"] == 2, (args, result)
         assert message in result["err"], (args, result)
         assert "executing" not in result["out"] and "staging" not in result["out"], (args, result)

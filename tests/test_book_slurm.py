@@ -498,25 +498,8 @@ def test_cancelled_and_requeued_jobs_resume_from_the_cache(slurm: Cluster, demo:
     assert "Requeued job" in log
 
 
-# runs each command line in one process (the book's root is the working directory), as
-# `python -m implicit_bias.book` would: exit status, stdout and stderr of each, as JSON
-MANY = """
-import contextlib, io, json, sys
-from implicit_bias.book.cli import main
-results = []
-for args in json.loads(sys.argv[1]):
-    out, err = io.StringIO(), io.StringIO()
-    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
-        try:
-            rc = main(args)
-        except SystemExit as exc:
-            rc = exc.code
-    results.append({"rc": rc, "out": out.getvalue(), "err": err.getvalue()})
-print(json.dumps(results))
-"""
 
-
-def test_bad_settings_stop_before_anything_runs(slurm: Cluster, demo: Path):
+def test_bad_settings_stop_before_anything_runs(slurm: Cluster, demo: Path, run_cli_many):
     cases = [
         (["--partition", "nope"], "unknown SLURM partition 'nope' (from the command line); this cluster has debug"),
         (["--gpus", "1"], "sbatch refuses the chapter jobs with these settings:"),
@@ -524,10 +507,7 @@ def test_bad_settings_stop_before_anything_runs(slurm: Cluster, demo: Path):
     ]
     before = slurm.jobs()
     argv = [["book", "01_ok", "--executor", "slurm", *extra] for extra, _ in cases]
-    done = subprocess.run([sys.executable, "-c", MANY, json.dumps(argv)], cwd=demo, env=slurm.env,
-                          capture_output=True, text=True, timeout=300)
-    assert done.returncode == 0, done.stderr
-    for (extra, message), result in zip(cases, json.loads(done.stdout.splitlines()[-1])):
+    for (extra, message), result in zip(cases, run_cli_many(argv, demo, env=slurm.env)):
         assert result["rc"] == 2, (extra, result)
         assert message in result["err"], (extra, result)
         assert "Nothing was executed." in result["err"] and "staging" not in result["out"], (extra, result)
