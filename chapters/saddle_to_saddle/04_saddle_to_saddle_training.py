@@ -496,10 +496,6 @@ ledger.below("prop34-training", "Prop. 3.4", "the key inequality holds for the t
              1e-9, fmt=".2f", items="prop34", bearing="control", origin="theory")
 
 # %%
-def top_k(result, layer, run, k=10):
-    return result.singular_values(layer)[:, run, :k].numpy()
-
-
 r0 = 0
 row0 = rows6[r0]
 steps6 = np.array(deep6.spectra_steps)
@@ -536,29 +532,10 @@ glue("sts4-fig-loss", fig, display=False)
 plt.close(fig)
 
 
-def spectra_figure(result, run, depth):
-    fig, axes = plotting.subplots(3, nrows=2 if depth > 3 else 1, height=2.0 * (2 if depth > 3 else 1), sharex=True)
-    axes = np.atleast_1d(axes)
-    for layer in range(1, depth + 1):
-        ax = axes[layer - 1]
-        sv = top_k(result, layer, run)
-        for i in range(sv.shape[1]):
-            ax.plot(result.spectra_steps, sv[:, i], color=plotting.color(0 if i == 0 else 1 if i == 1 else 7),
-                    lw=1.2 if i < 2 else 0.6, alpha=1.0 if i < 2 else 0.4)
-        ax.set_title(f"$W_{layer}$", fontsize=8)
-        ax.set_yscale("log")
-        ax.yaxis.set_minor_formatter(plt.NullFormatter())
-    for ax in axes[depth:]:
-        ax.set_axis_off()
-    axes[0].set_ylabel("top-10 singular values")
-    axes[min(depth, len(axes)) - 1].set_xlabel("SGD step")
-    return fig
-
-
-fig = spectra_figure(deep6, r0, 6)
+fig = training.layer_spectra_figure(deep6, r0, 6)
 glue("sts4-fig-spectra", fig, display=False)
 plt.close(fig)
-fig = spectra_figure(deep4, 0, 4)
+fig = training.layer_spectra_figure(deep4, 0, 4)
 glue("sts4-fig-depth4", fig, display=False)
 plt.close(fig)
 

@@ -364,30 +364,10 @@ glue("sts5-fig-loss", fig, display=False)
 plt.close(fig)
 
 
-def spectra_figure(result: training.RunResult, run: int, depth: int):
-    rows = 2 if depth > 3 else 1
-    fig, axes = plotting.subplots(3, nrows=rows, height=2.0 * rows, sharex=True)
-    axes = np.atleast_1d(axes).ravel()
-    for layer in range(1, depth + 1):
-        ax = axes[layer - 1]
-        sv = result.singular_values(layer)[:, run, :10].numpy()
-        for i in range(sv.shape[1]):
-            ax.plot(result.spectra_steps, sv[:, i], color=plotting.color(i if i < 2 else 7),
-                    lw=1.2 if i < 2 else 0.6, alpha=1.0 if i < 2 else 0.4)
-        ax.set_title(f"$W_{layer}$", fontsize=8)
-        ax.set_yscale("log")
-        ax.yaxis.set_minor_formatter(plt.NullFormatter())
-    for ax in axes[depth:]:
-        ax.set_axis_off()
-    axes[0].set_ylabel("top-10 singular values")
-    axes[depth - 1].set_xlabel("SGD step")
-    return fig
-
-
-fig = spectra_figure(deep6, r0, 6)
+fig = training.layer_spectra_figure(deep6, r0, 6)
 glue("sts5-fig-spectra", fig, display=False)
 plt.close(fig)
-fig = spectra_figure(deep4, 0, 4)
+fig = training.layer_spectra_figure(deep4, 0, 4)
 glue("sts5-fig-depth4", fig, display=False)
 plt.close(fig)
 glue("sts5-r0", r0, display=False)

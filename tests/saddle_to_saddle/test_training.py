@@ -140,3 +140,23 @@ def test_train_until_escape_checkpoint_is_the_last_step_on_the_plateau() -> None
     snap = hist.records["w"][0]
     assert all(torch.equal(a[0], b[0]) for a, b in zip(snap, fe.weights))
     assert bool((fe.norm_growth > 0).all()) and fe.out_max.shape == (2,)
+
+
+def test_layer_spectra_figure_draws_one_panel_per_layer():
+    """Figure 1's right-hand panels: one log-scale panel per layer with the top singular values
+    of the chosen run at every recorded step; panels beyond the depth are hidden."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    from types import SimpleNamespace
+
+    depth, steps, runs = 4, [0, 10, 20], 2
+    spectra = [torch.arange(1.0, 13.0).repeat(depth, runs, 1) * (1 + k) for k in range(len(steps))]
+    result = SimpleNamespace(spectra_steps=steps, singular_values=lambda layer: torch.stack([s[layer - 1] for s in spectra]))
+    fig = training.layer_spectra_figure(result, 1, depth)
+    shown = [ax for ax in fig.axes if ax.axison]
+    assert len(fig.axes) == 6 and len(shown) == depth
+    for layer, ax in enumerate(shown, start=1):
+        assert ax.get_title() == f"$W_{layer}$" and ax.get_yscale() == "log"
+        assert len(ax.lines) == 10  # the top 10 of the 12 values
+        assert list(ax.lines[0].get_ydata()) == [1.0, 2.0, 3.0] and list(ax.lines[0].get_xdata()) == steps

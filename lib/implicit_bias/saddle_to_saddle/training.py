@@ -293,3 +293,31 @@ def train_until_escape(scales: Sequence[float], X: torch.Tensor, y: torch.Tensor
     growth = sum(W.double().pow(2).flatten(1).sum(1) for W in Ws).sqrt().cpu() / norm0
     return FirstEscape(escaped=escaped, step=step_at, weights=keep, norm_growth=growth, out_max=out_max,
                        curve_steps=curve_steps, curve=torch.stack(curve, 1), steps=done)
+
+
+def layer_spectra_figure(result: RunResult, run: int, depth: int, top: int = 10):
+    """The top ``top`` singular values of every layer ``W_1 .. W_depth`` of one run of ``result``
+    against the recorded step (one panel per layer, log scale; the first two values drawn
+    strongly, the others faint): the right-hand panels of the paper's Figure 1."""
+    import matplotlib.pyplot as plt
+    import numpy as np
+
+    from .. import plotting
+
+    rows = 2 if depth > 3 else 1
+    fig, axes = plotting.subplots(3, nrows=rows, height=2.0 * rows, sharex=True)
+    axes = np.atleast_1d(axes).ravel()
+    for layer in range(1, depth + 1):
+        ax = axes[layer - 1]
+        sv = result.singular_values(layer)[:, run, :top].numpy()
+        for i in range(sv.shape[1]):
+            ax.plot(result.spectra_steps, sv[:, i], color=plotting.color(i if i < 2 else 7),
+                    lw=1.2 if i < 2 else 0.6, alpha=1.0 if i < 2 else 0.4)
+        ax.set_title(f"$W_{layer}$", fontsize=8)
+        ax.set_yscale("log")
+        ax.yaxis.set_minor_formatter(plt.NullFormatter())
+    for ax in axes[depth:]:
+        ax.set_axis_off()
+    axes[0].set_ylabel(f"top-{top} singular values")
+    axes[depth - 1].set_xlabel("SGD step")
+    return fig
