@@ -118,3 +118,29 @@ def test_step_fraction_env(monkeypatch: pytest.MonkeyPatch, capsys: pytest.Captu
     settings, _ = start_chapter(PROFILES, profile="full", seed=0, device="cpu")
     assert settings == {"steps": 20}
     assert "TIMING RUN: steps x0.02" in capsys.readouterr().out
+
+
+def test_budget_env(monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture) -> None:
+    monkeypatch.delenv(runtime.STEP_FRACTION_ENV, raising=False)
+    monkeypatch.delenv(runtime.BUDGET_ENV, raising=False)
+    assert runtime.budget() == 1.0
+    for bad in ("0.5", "0", "abc", "inf", "nan"):
+        monkeypatch.setenv(runtime.BUDGET_ENV, bad)
+        with pytest.raises(ValueError, match="expected a number >= 1"):
+            runtime.budget()
+    monkeypatch.setenv(runtime.BUDGET_ENV, "3")
+    profiles = {"ci": {"steps": 100, "epochs": 7, "warmup": 10, "lr": 0.1, "pair_T": 1.0,
+                       "steps_per_layer": 20, "record_every": 5}}
+    settings, _ = start_chapter(profiles, profile="ci", seed=0, device="cpu")
+    assert settings == {"steps": 300, "epochs": 21, "warmup": 30, "lr": 0.1, "pair_T": 1.0,
+                        "steps_per_layer": 60, "record_every": 5}
+    assert "budget x3: steps, epochs, warmup, steps_per_layer scaled" in capsys.readouterr().out
+    # a page without step counts says so instead of pretending to scale
+    settings, _ = start_chapter({"ci": {"n": 4, "pair_T": 1.0}}, profile="ci", seed=0, device="cpu")
+    assert settings == {"n": 4, "pair_T": 1.0}
+    assert "budget x3: this page has no step counts to scale" in capsys.readouterr().out
+    assert runtime.budget_keys({"n": 4, "pair_T": 1.0}) == []
+    # unset: the run line is the one of the committed notebooks
+    monkeypatch.delenv(runtime.BUDGET_ENV)
+    start_chapter(profiles, profile="ci", seed=0, device="cpu")
+    assert "budget" not in capsys.readouterr().out

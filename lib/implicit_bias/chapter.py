@@ -9,8 +9,8 @@ from typing import Any
 import torch
 
 from . import plotting
-from .runtime import (STEP_FRACTION_ENV, describe_run, resolve_device, scale_steps, select_profile,
-                      set_seed, step_fraction)
+from .runtime import (BUDGET_ENV, STEP_FRACTION_ENV, budget, describe_run, resolve_device, scale_steps,
+                      select_profile, set_seed, step_fraction)
 
 RUN_GLUE_KEY = "run_info"
 
@@ -21,19 +21,27 @@ def start_chapter(profiles: Mapping[str, Mapping[str, Any]], profile: str = "ci"
 
     Prints one line naming the profile, seed and device, and glues it under ``run_info`` so the
     reproduction report can say which profile and device produced each page. With
-    ``IMPLICIT_BIAS_STEP_FRACTION`` set (timing runs only), every step count of the profile is
-    scaled by it (:func:`.runtime.scale_steps`) and the line says so.
+    ``IMPLICIT_BIAS_BUDGET=k`` set (the budget multiplier, k >= 1), every step count of the profile
+    is multiplied by k (:func:`.runtime.scale_steps`) and the line names k and the counts scaled
+    (or says that the page has none). With ``IMPLICIT_BIAS_STEP_FRACTION`` set (timing runs only),
+    the counts are scaled by that fraction too and the line says so.
     """
     settings = select_profile(profiles, profile)
+    k = budget()
     fraction = step_fraction()
     scaled: list[str] = []
+    if k != 1:
+        settings, scaled = scale_steps(settings, k)
     if fraction is not None and fraction != 1:  # a timing run (benchmarks/gpu_check.py)
         settings, scaled = scale_steps(settings, fraction)
     set_seed(seed, threads=threads)
     dev = resolve_device(device)
     plotting.use_style()
     line = describe_run(profile, seed, dev)
-    if scaled:
+    if k != 1:
+        line += (f"  budget x{k:g}: {', '.join(scaled)} scaled ({BUDGET_ENV})" if scaled else
+                 f"  budget x{k:g}: this page has no step counts to scale ({BUDGET_ENV})")
+    if fraction is not None and fraction != 1:
         line += (f"  TIMING RUN: {', '.join(scaled)} x{fraction:g} ({STEP_FRACTION_ENV}; "
                  "not a result of this profile)")
     print(line)

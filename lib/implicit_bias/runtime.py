@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 import os
 import random
 import re
@@ -14,9 +15,13 @@ import torch
 QUIET_ENV = "IMPLICIT_BIAS_QUIET"
 # Timing runs (benchmarks/gpu_check.py): every step count of the profile times this fraction
 STEP_FRACTION_ENV = "IMPLICIT_BIAS_STEP_FRACTION"
-# a profile setting that counts optimizer steps or epochs: steps, fig1_steps, steps4, epochs, ...
-# (not step sizes: descent_step, rel_step)
-STEP_COUNT_KEY = re.compile(r"^(?:\w+_)?(?:steps|epochs)\d*$")
+# The budget multiplier k >= 1 (make execute/book/budgets ... BUDGET=k): every step count times k
+BUDGET_ENV = "IMPLICIT_BIAS_BUDGET"
+# a profile setting that counts optimizer steps, epochs or warm-up steps: steps, fig1_steps, steps4,
+# epochs, warmup, digits_warmup, steps_per_layer, ... (not step sizes: descent_step, rel_step; not
+# gradient-flow times such as pair_T, nor record intervals or detector windows, which are part of
+# what a page measures, not of how long it trains)
+STEP_COUNT_KEY = re.compile(r"^(?:\w+_)?(?:steps|epochs|warmup)\d*$|^steps_per_\w+$")
 
 
 def set_seed(seed: int, threads: int | None = 1) -> torch.Generator:
@@ -79,6 +84,31 @@ def step_fraction() -> float | None:
     if not 0 < fraction <= 1:
         raise ValueError(f"{STEP_FRACTION_ENV}={text!r}: expected a number in (0, 1]")
     return fraction
+
+
+def budget() -> float:
+    """The budget multiplier ``IMPLICIT_BIAS_BUDGET`` (a number >= 1; 1 when unset).
+
+    Every step, epoch and warm-up count of the chosen profile (:data:`STEP_COUNT_KEY`) is
+    multiplied by it, so that a verdict can be checked against more compute (``make budgets``, the
+    budget sweep). The timing runs' :func:`step_fraction` is its case below 1."""
+    text = os.environ.get(BUDGET_ENV, "").strip()
+    if not text:
+        return 1.0
+    try:
+        k = float(text)
+    except ValueError:
+        k = float("nan")
+    if not (k >= 1 and math.isfinite(k)):
+        raise ValueError(f"{BUDGET_ENV}={text!r}: expected a number >= 1 (e.g. 3 or 10: every step "
+                         f"count of the profile times it); for fewer steps (timing runs only) use "
+                         f"{STEP_FRACTION_ENV}")
+    return k
+
+
+def budget_keys(settings: Mapping[str, Any]) -> list[str]:
+    """The settings of a profile that the budget multiplier scales (empty: the page has no budget)."""
+    return scale_steps(settings, 1.0)[1]
 
 
 def scale_steps(settings: Mapping[str, Any], fraction: float) -> tuple[dict[str, Any], list[str]]:
