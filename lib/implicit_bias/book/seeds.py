@@ -206,7 +206,12 @@ def _seed_names(seeds: Sequence[int]) -> str:
     return ", ".join(map(str, seeds))
 
 
-def render_page(data: dict[str, Any], titles: dict[str, str]) -> str:
+def render_page(data: dict[str, Any], titles: dict[str, str], budget: dict[str, Any] | None = None,
+                bearings: dict[str, dict[str, str]] | None = None) -> str:
+    """The robustness page: the seed sweep ``data`` and, where given, the budget sweep ``budget``
+    (:mod:`.budgets`) with the claims' ``bearings`` (chapter -> claim id -> bearing)."""
+    from . import budgets as bud
+
     entries = {ch: {**e, "seeds": e.get("seeds", data.get("seeds", [0]))}  # older sweeps: one seed set
                for ch, e in data["chapters"].items()}
     all_seeds = sorted({s for e in entries.values() for s in e["seeds"]})
@@ -214,6 +219,7 @@ def render_page(data: dict[str, Any], titles: dict[str, str]) -> str:
     total = held = n_bool = n_unstated = 0
     edge: list[tuple[str, str, float]] = []
     after: list[tuple[str, str, str]] = []
+    changed: list[tuple[str, str, list[str], str]] = []
     body: list[str] = []
     for chapter, entry in entries.items():
         seeds = entry["seeds"]
@@ -245,6 +251,11 @@ def render_page(data: dict[str, Any], titles: dict[str, str]) -> str:
             body.append(f"| `{cid}` | {len(ok)} / {len(seeds)} | {fails} | {_md_cell(lo)} | "
                         f"{_md_cell(mid)} | {_md_cell(hi)} | {_margin_text(z)} | {kind or '*not stated*'} |")
         body.append("")
+        if budget is not None:
+            lines, flips = bud.render_chapter(chapter, budget["chapters"].get(chapter), entry)
+            body += lines
+            changed += [(chapter, cid, runs, (bearings or {}).get(chapter, {}).get(cid, ""))
+                        for cid, runs in flips.items()]
     note = ""
     if fewer:
         note = (f" **{len(fewer)} chapter(s) were swept on fewer seeds** (named in their section): "
@@ -253,6 +264,8 @@ def render_page(data: dict[str, Any], titles: dict[str, str]) -> str:
                              n_fail=total - held, edge=KNIFE_EDGE, n_edge=len(edge), n_bool=n_bool,
                              n_after=len(after), n_unstated=n_unstated)
     lists: list[str] = []
+    if budget is not None:
+        head += "\n" + bud.render_summary(budget, changed, data)
     if edge:
         lists += ["## Claims within one spread of their threshold", "",
                   "| chapter | claim | margin |", "|---|---|---|"]
@@ -272,12 +285,19 @@ def write(data: dict[str, Any], root: Path = ROOT) -> None:
     path = root / SWEEP_PATH
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(json.dumps(data, indent=1, sort_keys=False) + "\n")
+    from . import budgets
+    from .report import collect_ledgers
+    from .sources import all_chapters
+
     titles = {}
     for chapter in data["chapters"]:
         nb = root / f"{chapter}.ipynb"
         if nb.exists():
             titles[chapter] = chapter_title(nb)
-    (root / PAGE_PATH).write_text(render_page(data, titles))
+    budget = budgets.load(root)
+    bearings = {led.chapter: {c.id: c.bearing or "" for c in led.claims}
+                for led in collect_ledgers(root, all_chapters())}
+    (root / PAGE_PATH).write_text(render_page(data, titles, budget, bearings))
 
 
 def staleness(root: Path = ROOT, chapters: Sequence[Path] | None = None) -> list[str]:
