@@ -262,3 +262,30 @@ def test_map_is_current_and_names_every_part():
         assert f"</{py.relative_to(ROOT).with_suffix('')}>" in page, f"book/map.md does not link {py.stem}"
     for part in folders:
         assert "{ref}`scorecard-" + part.replace("_", "-") + "`" in page, f"book/map.md lacks the {part} scorecard"
+
+
+def _cited_claims() -> list[scorecards.CitedClaim]:
+    return [scorecards.CitedClaim(led.chapter, c, led.data)
+            for led in report.collect_ledgers(ROOT, CHAPTERS) for c in led.claims]
+
+
+PARTS = sorted({p.parent.name for p in CHAPTERS})
+
+
+@pytest.mark.parametrize("part", PARTS)
+def test_every_finding_names_its_falsifier(part: str):
+    """Every supports / contradicts / qualifies / verifies row states the outcome that would have
+    made it FAIL (``falsifier=``), shown with the row (DESIGN.md, honesty rules)."""
+    missing = [m for m in scorecards.missing_falsifiers(_cited_claims()) if m.startswith(f"chapters/{part}/")]
+    assert not missing, f"{len(missing)} finding(s) without a falsifier:\n" + "\n".join(missing)
+
+
+@pytest.mark.parametrize("part", PARTS)
+def test_errata_and_scorecards_agree(part: str):
+    """An item the errata call wrong is contradicted or refuted on its scorecard, an item they find
+    true is not, and every contradicted or refuted item is named by an erratum
+    (``<!-- items: part/id -->`` in book/errata/*.md)."""
+    papers = scorecards.load_papers(ROOT)
+    found = [p for p in scorecards.errata_disagreements(ROOT, papers, _cited_claims())
+             if p.startswith(f"{part}/") or f" {part}/" in p]
+    assert not found, "\n".join(found)

@@ -52,7 +52,7 @@ paper: key2024
 title: A paper
 short: Someone
 items:
-  - {id: thm1, title: First theorem, where: Sec. 2, kind: theorem}
+  - {id: thm1, title: First theorem, where: Sec. 2, kind: theorem, nature: empirical}
   - {id: fig1, title: First figure, where: Fig. 1, kind: figure, note: needs ImageNet}
 """
 
@@ -142,3 +142,29 @@ def test_findings_on_real_mnist_say_so():
     assert "(supports, proxy)" in sc.claim_refs([fallback])
     assert "(supports)" in sc.claim_refs([sc.CitedClaim("chapters/part/01_x", claim)])
     assert sc.item_status([mnist]) == "reproduced"
+
+
+def test_two_kinds_of_items_counted_apart(tmp_path: Path):
+    """A statement is verified / refuted / not checked; an identity row (verifies) may not cite an
+    empirical item; every finding must name its falsifier."""
+    write_items(tmp_path, ITEMS.replace(", nature: empirical", "") + "  - {id: lem2, title: A lemma, "
+                "where: Sec. 3, kind: lemma}\n  - {id: cl3, title: A remark, where: Sec. 4, kind: remark, "
+                "nature: empirical}\n")
+    paper = sc.load_papers(tmp_path)["part"]
+    assert [i.is_statement for i in paper.items] == [True, False, True, False]
+    claims = [cited("contradicts"), cited("verifies", items=("lem2",)), cited("supports", items=("cl3",))]
+    rows = sc.statuses(paper, claims)
+    assert [r.status for r in rows] == ["refuted", "not tested", "verified numerically", "reproduced"]
+    assert sc.headline(rows) == ("2 mathematical statements (1 verified numerically, 1 refuted); "
+                                 "2 empirical claims (1 reproduced, 1 not tested)")
+    papers = {"part": paper}
+    bad = [cited("verifies", items=("cl3",))]
+    assert any("'verifies'" in p and "cl3" in p for p in sc.problems(papers, bad))
+    assert not any("'verifies'" in p for p in sc.problems(papers, claims))
+    assert len(sc.missing_falsifiers(claims)) == 3
+    named = sc.CitedClaim("chapters/part/01_x", Claim("c", "s", "st", "p", "1", "< 2", True, ("thm1",),
+                                                      "supports", False, falsifier="a value above 2"))
+    assert sc.missing_falsifiers([named, cited("control")]) == []
+    with pytest.raises(ValueError, match="nature"):
+        write_items(tmp_path, ITEMS.replace("nature: empirical", "nature: maybe"))
+        sc.load_papers(tmp_path)

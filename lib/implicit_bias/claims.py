@@ -10,8 +10,16 @@ says what it **bears on**: the ids of the paper's checkable items (listed as dat
 - ``contradicts``: the run shows the item false as stated (the claim states the book's finding,
   so its verdict is PASS when the contradiction is reproduced);
 - ``qualifies``: the item holds only under extra conditions, or only at this scale;
+- ``verifies``: a numerical check of a mathematical statement (an identity, a lemma, a bound)
+  on instances where its hypotheses hold, e.g. to round-off: it verifies a *statement* item and
+  never reproduces an *empirical* one (``book/items``: each item is a statement or an empirical
+  claim about trained networks or data);
 - ``control``: a setup check, a negative control, or the validation of a construction: it bears
   on no finding of the paper.
+
+Every finding (any bearing but ``control``) names its **falsifier** (``falsifier=``): the outcome
+of the run that would have made it FAIL, in words ("a depth-16 network with two singular values
+above 0.1"), shown with the row on the page and in the report.
 
 ``proxy=True`` marks a claim that tests the item through a stand-in (weight decay for a minimum
 norm, a small data set for the paper's, ...). The chapter's last cell calls
@@ -44,8 +52,9 @@ from dataclasses import asdict, dataclass, field
 from typing import Literal
 
 GLUE_KEY = "claims"
-BEARINGS = ("supports", "contradicts", "qualifies", "control")
-Bearing = Literal["supports", "contradicts", "qualifies", "control"]
+BEARINGS = ("supports", "contradicts", "qualifies", "verifies", "control")
+Bearing = Literal["supports", "contradicts", "qualifies", "verifies", "control"]
+FINDINGS = ("supports", "contradicts", "qualifies", "verifies")  # bearings that could disagree
 Items = str | Sequence[str] | None
 # Where a threshold comes from. "paper": the paper's own value or statement; "theory": implied by
 # the mathematics (a bound, zero up to floating-point error); "prior": a margin stated before the
@@ -74,6 +83,7 @@ class Claim:
     hi: float | None = None
     origin: str | None = None  # where the threshold comes from: see ORIGINS
     vtol: float | None = None  # allowed difference of value across machines (None: default_vtol)
+    falsifier: str | None = None  # the outcome that would have made a finding FAIL
 
     @property
     def verdict(self) -> str:
@@ -184,7 +194,7 @@ class Ledger:
              tolerance: str, passed: bool, items: Items, bearing: Bearing | None,
              proxy: bool, value: float | None = None, lo: float | None = None,
              hi: float | None = None, origin: str | None = None,
-             vtol: float | None = None) -> None:
+             vtol: float | None = None, falsifier: str | None = None) -> None:
         if any(c.id == id for c in self.claims):
             raise ValueError(f"duplicate claim id {id!r}")
         if bearing is not None and bearing not in BEARINGS:
@@ -201,7 +211,7 @@ class Ledger:
         claim = Claim(id, source, statement, paper, measured, tolerance, bool(passed),
                       item_ids, bearing, bool(proxy), value,
                       None if lo is None else float(lo), None if hi is None else float(hi),
-                      origin, None if vtol is None else float(vtol))
+                      origin, None if vtol is None else float(vtol), falsifier or None)
         self.claims.append(claim)
         # nothing is returned, so a check as the last line of a cell prints nothing on the page;
         # ``ledger[id]`` gives the claim back
@@ -216,7 +226,8 @@ class Ledger:
     def close(self, id: str, source: str, statement: str, paper: str, measured: float,
               target: float, atol: float = 0.0, rtol: float = 0.0, fmt: str = ".3g", *,
               items: Items = None, bearing: Bearing | None = None, proxy: bool = False,
-              origin: str | None = None, vtol: float | None = None) -> None:
+              origin: str | None = None, vtol: float | None = None,
+              falsifier: str | None = None) -> None:
         """``|measured - target| <= atol + rtol * |target|``."""
         measured, target = float(measured), float(target)
         bound = atol + rtol * abs(target)
@@ -224,46 +235,50 @@ class Ledger:
         tol = f"|x - {_fmt(target, fmt)}| <= {_fmt(bound, '.2g')}"
         return self._add(id, source, statement, paper, _fmt(measured, fmt), tol, ok,
                          items, bearing, proxy, measured, target - bound, target + bound,
-                         origin, vtol)
+                         origin, vtol, falsifier)
 
     def below(self, id: str, source: str, statement: str, paper: str, measured: float,
               bound: float, fmt: str = ".3g", *, items: Items = None,
               bearing: Bearing | None = None, proxy: bool = False,
-              origin: str | None = None, vtol: float | None = None) -> None:
+              origin: str | None = None, vtol: float | None = None,
+              falsifier: str | None = None) -> None:
         """``measured < bound``."""
         measured = float(measured)
         ok = math.isfinite(measured) and measured < bound
         return self._add(id, source, statement, paper, _fmt(measured, fmt),
                          f"< {_fmt(bound, '.3g')}", ok, items, bearing, proxy, measured, None, bound,
-                         origin, vtol)
+                         origin, vtol, falsifier)
 
     def above(self, id: str, source: str, statement: str, paper: str, measured: float,
               bound: float, fmt: str = ".3g", *, items: Items = None,
               bearing: Bearing | None = None, proxy: bool = False,
-              origin: str | None = None, vtol: float | None = None) -> None:
+              origin: str | None = None, vtol: float | None = None,
+              falsifier: str | None = None) -> None:
         """``measured > bound``."""
         measured = float(measured)
         ok = math.isfinite(measured) and measured > bound
         return self._add(id, source, statement, paper, _fmt(measured, fmt),
                          f"> {_fmt(bound, '.3g')}", ok, items, bearing, proxy, measured, bound, None,
-                         origin, vtol)
+                         origin, vtol, falsifier)
 
     def between(self, id: str, source: str, statement: str, paper: str, measured: float,
                 lo: float, hi: float, fmt: str = ".3g", *, items: Items = None,
                 bearing: Bearing | None = None, proxy: bool = False,
-                origin: str | None = None, vtol: float | None = None) -> None:
+                origin: str | None = None, vtol: float | None = None,
+                falsifier: str | None = None) -> None:
         """``lo <= measured <= hi``."""
         measured = float(measured)
         ok = math.isfinite(measured) and lo <= measured <= hi
         tol = f"in [{_fmt(lo, '.3g')}, {_fmt(hi, '.3g')}]"
         return self._add(id, source, statement, paper, _fmt(measured, fmt), tol, ok,
-                         items, bearing, proxy, measured, lo, hi, origin, vtol)
+                         items, bearing, proxy, measured, lo, hi, origin, vtol, falsifier)
 
     def holds(self, id: str, source: str, statement: str, paper: str, measured: str,
               condition: bool, tolerance: str = "exact", *, items: Items = None,
               bearing: Bearing | None = None, proxy: bool = False,
               value: float | None = None, lo: float | None = None, hi: float | None = None,
-              origin: str | None = None, vtol: float | None = None) -> None:
+              origin: str | None = None, vtol: float | None = None,
+              falsifier: str | None = None) -> None:
         """A statement whose check is a boolean computed by the run (e.g. a count, an order).
 
         Give ``value`` (and the region ``[lo, hi]`` where the condition holds, when it is a
@@ -271,7 +286,7 @@ class Ledger:
         sweep can measure the claim's margin and the test suite can compare the value across
         machines."""
         return self._add(id, source, statement, paper, measured, tolerance, bool(condition),
-                         items, bearing, proxy, value, lo, hi, origin, vtol)
+                         items, bearing, proxy, value, lo, hi, origin, vtol, falsifier)
 
     @property
     def all_passed(self) -> bool:
@@ -290,7 +305,8 @@ class Ledger:
         out.append(f"{n_pass} of {len(self.claims)} claims hold.")
         if self.data:
             out.append(f"Data: {self.data}")
-        statements = [f"  {c.id}: {c.statement}" for c in self.claims]
+        statements = [f"  {c.id}: {c.statement}" + (f" [fails if: {c.falsifier}]" if c.falsifier else "")
+                      for c in self.claims]
         return "\n".join(out + ["", "Statements:", *statements])
 
     def html(self) -> str:
@@ -315,7 +331,9 @@ class Ledger:
                 f'<tr id="{self.row_id(self.chapter, c.id)}" class="claim-{verdict}">'
                 f'<td class="claim-text"><code class="claim-id">{esc(c.id)}</code>'
                 f'<br><span class="claim-source">{_html_with_math(c.source)}</span>'
-                f"<br>{_html_with_math(c.statement)}</td>"
+                f"<br>{_html_with_math(c.statement)}"
+                + (f'<br><small class="claim-falsifier"><em>Fails if:</em> {_html_with_math(c.falsifier)}'
+                   "</small>" if c.falsifier else "") + "</td>"
                 f'<td class="claim-bearing"><span class="bearing bearing-{esc(c.bearing or "none")}">'
                 f"{bearing}</span><br><small>{items}</small></td>"
                 f'<td class="claim-paper">{_html_with_math(c.paper)}</td>'
@@ -337,7 +355,8 @@ class Ledger:
         return f"claim-{slug(chapter)}-{slug(claim_id)}"
 
     def to_json(self) -> str:
-        rows = [asdict(c) | {"verdict": c.verdict, "items": list(c.items)} for c in self.claims]
+        rows = [{k: v for k, v in asdict(c).items() if not (k == "falsifier" and v is None)}
+                | {"verdict": c.verdict, "items": list(c.items)} for c in self.claims]
         payload = {"chapter": self.chapter, "claims": rows}
         if self.data:
             payload["data"] = self.data

@@ -14,7 +14,16 @@ and every figure, table and experiment::
         where: Sec. 3, Lemma 3, Eq. (4)
         kind: lemma                  # theorem | lemma | proposition | corollary | definition |
                                      # equation | claim | figure | table | experiment
+        nature: statement            # optional: statement | empirical (default: from the kind)
         note: why it is not tested   # optional
+
+**Two kinds of items.** A *mathematical statement* (an identity, a lemma, a bound, a theorem: the
+kinds in :data:`STATEMENT_KINDS`) is **verified numerically**, **refuted**, **qualified** or **not
+checked**; an *empirical claim* about trained networks or data (a claim, a figure, a table, an
+experiment) is **reproduced**, **qualified**, **contradicted**, ... by findings from runs. An item
+may override its kind's default with ``nature:``. A row bearing ``verifies`` (a formula checked on
+instances, e.g. to round-off) may cite statements only: an identity never reproduces an empirical
+claim. The scorecards count the two kinds apart.
 
 A claim bears on items with a bearing (``supports``, ``contradicts``, ``qualifies``, ``control``;
 see :mod:`implicit_bias.claims`). Only **findings** count: claims that could have failed, i.e. any
@@ -37,6 +46,10 @@ citing it, first rule that applies:
 - **only controls**: claims cite it, but every one is a control: nothing that could disagree with
   the paper;
 - **not tested**: no claim cites it.
+
+For a statement, the same rules with its own words: **refuted** (a direct finding contradicts
+it), **qualified** (a finding qualifies it or a stand-in contradicts it), **verified numerically**
+(direct findings support or verify it), **proxy only**, **only controls**, **not checked**.
 """
 
 from __future__ import annotations
@@ -47,7 +60,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ..claims import BEARINGS, Claim, keep_whole
+from ..claims import BEARINGS, FINDINGS, Claim, keep_whole
 
 ITEMS_FOLDER = Path("book") / "items"
 KINDS = ("theorem", "lemma", "proposition", "corollary", "definition", "equation", "claim",
@@ -55,6 +68,14 @@ KINDS = ("theorem", "lemma", "proposition", "corollary", "definition", "equation
 STATUSES = ("reproduced", "qualified", "contradicted", "contradicted on stand-in data", "proxy only",
             "only controls", "not tested", "failing")
 CONTRADICTED = ("contradicted", "contradicted on stand-in data")
+# a mathematical statement's statuses (the empirical ones, renamed: see the module docstring)
+STATEMENT_STATUSES = ("verified numerically", "qualified", "refuted", "proxy only", "only controls",
+                      "not checked", "failing")
+STATEMENT_KINDS = ("theorem", "lemma", "proposition", "corollary", "definition", "equation", "example",
+                   "algorithm", "remark")
+NATURES = ("statement", "empirical")
+_AS_STATEMENT = {"reproduced": "verified numerically", "contradicted": "refuted",
+                 "contradicted on stand-in data": "qualified", "not tested": "not checked"}
 
 
 @dataclass(frozen=True)
@@ -66,6 +87,11 @@ class Item:
     where: str
     kind: str
     note: str = ""
+    nature: str = ""  # "statement" or "empirical"; empty: from the kind (:data:`STATEMENT_KINDS`)
+
+    @property
+    def is_statement(self) -> bool:
+        return (self.nature or ("statement" if self.kind in STATEMENT_KINDS else "empirical")) == "statement"
 
 
 @dataclass
@@ -127,15 +153,24 @@ def load_papers(root: Path) -> dict[str, Paper]:
             if raw["kind"] not in KINDS:
                 raise ValueError(f"{where}: item {raw['id']!r} has kind {raw['kind']!r}; "
                                  f"use one of {', '.join(KINDS)}")
+            if raw.get("nature", "statement") not in NATURES:
+                raise ValueError(f"{where}: item {raw['id']!r} has nature {raw['nature']!r}; use one of "
+                                 f"{', '.join(NATURES)}")
             seen.add(raw["id"])
             items.append(Item(str(raw["id"]), str(raw["title"]), str(raw["where"]), raw["kind"],
-                              str(raw.get("note", "") or "")))
+                              str(raw.get("note", "") or ""), str(raw.get("nature", "") or "")))
         papers[path.stem] = Paper(path.stem, data["paper"], data["title"], data["short"], items)
     return papers
 
 
-def item_status(claims: Sequence[CitedClaim]) -> str:
-    """The status of an item from the claims that cite it (rules in the module docstring)."""
+def item_status(claims: Sequence[CitedClaim], statement: bool = False) -> str:
+    """The status of an item from the claims that cite it (rules in the module docstring); for a
+    mathematical ``statement``, in the statements' words (:data:`STATEMENT_STATUSES`)."""
+    status = _status(claims)
+    return _AS_STATEMENT.get(status, status) if statement else status
+
+
+def _status(claims: Sequence[CitedClaim]) -> str:
     if any(not c.claim.passed for c in claims):
         return "failing"
     findings = [c.claim for c in claims if c.claim.bearing != "control"]
@@ -148,7 +183,7 @@ def item_status(claims: Sequence[CitedClaim]) -> str:
         return "contradicted on stand-in data"
     if standin_contradiction or any(c.bearing == "qualifies" for c in findings):
         return "qualified"
-    if any(c.bearing == "supports" and not c.proxy for c in findings):
+    if any(c.bearing in ("supports", "verifies") and not c.proxy for c in findings):
         return "reproduced"
     return "proxy only"
 
@@ -156,7 +191,7 @@ def item_status(claims: Sequence[CitedClaim]) -> str:
 def standin_contradictions(row: ItemStatus) -> list[CitedClaim]:
     """The findings that contradict the item through a stand-in, for an item that no direct
     finding contradicts (listed in the intro and the errata whatever the item's status)."""
-    if row.status in ("contradicted", "failing"):
+    if row.status in ("contradicted", "refuted", "failing"):
         return []
     return [c for c in row.claims if c.claim.bearing == "contradicts" and c.claim.proxy]
 
@@ -169,7 +204,7 @@ def statuses(paper: Paper, claims: Iterable[CitedClaim]) -> list[ItemStatus]:
         for item in c.claim.items:
             if item in by_item:
                 by_item[item].append(c)
-    return [ItemStatus(i, item_status(by_item[i.id]), by_item[i.id]) for i in paper.items]
+    return [ItemStatus(i, item_status(by_item[i.id], i.is_statement), by_item[i.id]) for i in paper.items]
 
 
 def problems(papers: dict[str, Paper], claims: Iterable[CitedClaim]) -> list[str]:
@@ -188,7 +223,18 @@ def problems(papers: dict[str, Paper], claims: Iterable[CitedClaim]) -> list[str
         unknown = [i for i in c.claim.items if paper.item(i) is None]
         if unknown:
             out.append(f"{where}: unknown item(s) {unknown} (not in book/items/{c.part}.yml)")
+        empirical = [i for i in c.claim.items if paper.item(i) is not None and not paper.item(i).is_statement]
+        if c.claim.bearing == "verifies" and empirical:
+            out.append(f"{where}: bears 'verifies' (a check of a formula) on empirical item(s) {empirical}: "
+                       "only runs reproduce an empirical claim (make it a control, or cite the statement)")
     return out
+
+
+def missing_falsifiers(claims: Iterable[CitedClaim]) -> list[str]:
+    """The findings (bearings :data:`implicit_bias.claims.FINDINGS`) that do not name the outcome
+    that would have made them FAIL."""
+    return [f"{c.chapter}: claim {c.claim.id!r} ({c.claim.bearing})" for c in claims
+            if c.claim.bearing in FINDINGS and not (c.claim.falsifier or "").strip()]
 
 
 _MD_SPECIAL = re.compile(r"([\\`*_<>\[\]{}#~])")
@@ -216,6 +262,8 @@ _md = md_text
 
 
 STATUS_BADGE = {
+    "verified numerically": "verified numerically", "refuted": "**refuted**",
+    "not checked": "*not checked*",
     "reproduced": "reproduced", "qualified": "qualified", "contradicted": "**contradicted**",
     "contradicted on stand-in data": "**contradicted** (on stand-in data)",
     "proxy only": "proxy only", "only controls": "*only controls*", "not tested": "*not tested*",
@@ -224,7 +272,20 @@ STATUS_BADGE = {
 
 
 def counts(rows: Sequence[ItemStatus]) -> dict[str, int]:
-    return {s: sum(r.status == s for r in rows) for s in STATUSES}
+    return {s: sum(r.status == s for r in rows) for s in (*STATUSES, *STATEMENT_STATUSES)}
+
+
+def headline(rows: Sequence[ItemStatus]) -> str:
+    """``"12 mathematical statements (5 verified numerically, 1 refuted, ...); 20 empirical claims
+    (3 reproduced, ...)"``: the two kinds of items counted apart."""
+    parts = []
+    for name, statuses_, pick in (("mathematical statement", STATEMENT_STATUSES, True),
+                                  ("empirical claim", STATUSES, False)):
+        kind = [r for r in rows if r.item.is_statement == pick]
+        n = counts(kind)
+        said = ", ".join(f"{n[s]} {s}" for s in statuses_ if n[s])
+        parts.append(f"{len(kind)} {name}{'s' if len(kind) != 1 else ''}" + (f" ({said})" if said else ""))
+    return "; ".join(parts)
 
 
 def share_with_finding(rows: Sequence[ItemStatus]) -> float:
@@ -254,50 +315,61 @@ def anchor(chapter: str) -> str:
 
 
 def render_scorecard(paper: Paper, rows: Sequence[ItemStatus]) -> list[str]:
-    n = counts(rows)
-    summary = ", ".join(f"{n[s]} {s}" for s in STATUSES if n[s])
     lines = [
         f"(scorecard-{paper.part.replace('_', '-')})=",   # target of {ref} links (the map page)
         f"### {paper.short}: {paper.title}",
         "",
-        f"{len(rows)} checkable items ({summary}); "
+        f"{len(rows)} checkable items: {headline(rows)}; "
         f"{share_with_finding(rows):.0%} have at least one falsifiable finding "
         + (f"({{cite:t}}`{paper.key}`)." if paper.key else "(the book's own predictions, no paper)."),
         "",
-        "| item | where | status | claims |",
-        "|---|---|---|---|",
+        "| item | where | kind | status | claims |",
+        "|---|---|---|---|---|",
     ]
     for r in rows:
         claims = claim_refs(r.claims) or _md(r.item.note or "")
         status = STATUS_BADGE[r.status]
         if r.status != "contradicted on stand-in data" and standin_contradictions(r):
             status += " (a stand-in contradicts it)"
-        lines.append(f"| **`{r.item.id}`** {_md(r.item.title)} | {_md(r.item.where)} | {status} | {claims} |")
+        nature = "statement" if r.item.is_statement else "empirical"
+        lines.append(f"| **`{r.item.id}`** {_md(r.item.title)} | {_md(r.item.where)} | {nature} | {status} "
+                     f"| {claims} |")
     lines.append("")
     return lines
 
 
 def render_summary(papers: dict[str, Paper], claims: Sequence[CitedClaim],
                    order: Sequence[str]) -> str:
-    """The intro's summary of results: per paper, the counts of item statuses and the items the
-    runs contradict (generated, so it cannot drift from the ledgers)."""
-    lines = ["| paper | items | reproduced | qualified | contradicted | contradicted on stand-in data "
-             "| proxy only | only controls | not tested |",
-             "|---|---|---|---|---|---|---|---|---|"]
+    """The intro's summary of results: per paper, the counts of item statuses, mathematical
+    statements and empirical claims apart, and the items the runs contradict or refute (generated,
+    so it cannot drift from the ledgers)."""
+    stmt = ["| paper | statements | verified numerically | qualified | refuted | only controls | not checked |",
+            "|---|---|---|---|---|---|---|"]
+    emp = ["| paper | empirical claims | reproduced | qualified | contradicted | contradicted on stand-in data "
+           "| proxy only | only controls | not tested |",
+           "|---|---|---|---|---|---|---|---|---|"]
     bullets = []
     for part in order:
         paper = papers.get(part)
         if paper is None:
             continue
         rows = statuses(paper, claims)
-        n = counts(rows)
-        lines.append(f"| {paper.short} ({{ref}}`scorecard <scorecard-{paper.part.replace('_', '-')}>`) | {len(rows)} | "
-                     f"{n['reproduced']} | {n['qualified']} | {n['contradicted']} | "
-                     f"{n['contradicted on stand-in data']} | {n['proxy only']} | "
-                     f"{n['only controls']} | {n['not tested']} |")
+        name = f"{paper.short} ({{ref}}`scorecard <scorecard-{paper.part.replace('_', '-')}>`)"
+        s_rows = [r for r in rows if r.item.is_statement]
+        e_rows = [r for r in rows if not r.item.is_statement]
+        n, m = counts(s_rows), counts(e_rows)
+        stmt.append(f"| {name} | {len(s_rows)} | {n['verified numerically']} | {n['qualified']} | "
+                    f"{n['refuted']} | {n['only controls']} | {n['not checked']} |")
+        emp.append(f"| {name} | {len(e_rows)} | {m['reproduced']} | {m['qualified']} | {m['contradicted']} | "
+                   f"{m['contradicted on stand-in data']} | {m['proxy only']} | {m['only controls']} | "
+                   f"{m['not tested']} |")
+        refuted = [r for r in rows if r.status == "refuted"]
         direct = [r for r in rows if r.status == "contradicted"]
         standin = [r for r in rows if standin_contradictions(r)]
         said = []
+        if refuted:
+            said.append("the checks refute "
+                        + "; ".join(f"{md_text(r.item.title)} ({md_text(r.item.where)})" for r in refuted))
         if direct:
             said.append("the runs contradict "
                         + "; ".join(f"{md_text(r.item.title)} ({md_text(r.item.where)})" for r in direct))
@@ -306,6 +378,9 @@ def render_summary(papers: dict[str, Paper], claims: Sequence[CitedClaim],
                         + "; ".join(f"{md_text(r.item.title)} ({md_text(r.item.where)})" for r in standin))
         if said:
             bullets.append(f"- **{paper.short}**: " + "; ".join(said) + ".")
+    lines = (["**Mathematical statements** (identities, lemmas, bounds, theorems: checked numerically)", ""]
+             + stmt + ["", "**Empirical claims** (about trained networks or data: reproduced only by runs)", ""]
+             + emp)
     return "\n".join(lines + [""] + bullets) + "\n"
 
 
@@ -332,18 +407,65 @@ def render_contradicted(papers: dict[str, Paper], claims: Sequence[CitedClaim],
         paper = papers.get(part)
         if paper is None:
             continue
-        rows = [r for r in statuses(paper, claims) if r.status == "contradicted" or standin_contradictions(r)]
+        rows = [r for r in statuses(paper, claims)
+                if r.status in ("contradicted", "refuted") or standin_contradictions(r)]
         if not rows:
             continue
         lines += [f"**{paper.short}** ({{cite:t}}`{paper.key}`)" if paper.key else f"**{paper.short}**", ""]
         for r in rows:
-            direct = r.status == "contradicted"
+            direct = r.status in ("contradicted", "refuted")
             against = [c for c in r.claims if c.claim.bearing == "contradicts" and c.claim.proxy != direct]
             pages = sorted({c.chapter for c in against})
             links = ", ".join(f"{{doc}}`/{p}`" for p in pages)
             ids = ", ".join(claim_link(c, page_folder) for c in against)
-            how = "contradicted by" if direct else "contradicted on stand-in data by"
+            how = ("refuted by" if r.status == "refuted" else "contradicted by" if direct
+                   else "contradicted on stand-in data by")
             where = "" if direct or r.status == "contradicted on stand-in data" else f" (status: {r.status}, from the direct findings)"
             lines.append(f"- {md_text(r.item.where)}, {md_text(r.item.title)}: {how} {ids} ({links}){where}.")
         lines.append("")
     return lines
+
+
+# An erratum names the items it is about in a comment of its fragment (book/errata/*.md):
+#   <!-- items: invariances/lemma4, invariances/eq71 -->      the paper is wrong there
+#   <!-- items-hold: invariances/lemma4 -->                   the book finds it true (e.g. a guide erred)
+_ERRATA_MARK = re.compile(r"<!--\s*items(-hold)?:\s*(.*?)\s*-->", re.S)
+WRONG = ("contradicted", "refuted", "contradicted on stand-in data")
+
+
+def errata_marks(root: Path) -> list[tuple[str, str, str, bool]]:
+    """``(fragment, part, item, wrong)`` for every item an erratum names (see the comment above)."""
+    out = []
+    for frag in sorted((root / "book" / "errata").glob("*.md")):
+        for m in _ERRATA_MARK.finditer(frag.read_text()):
+            for ref in filter(None, (r.strip() for r in m.group(2).split(","))):
+                part, _, item = ref.partition("/")
+                out.append((frag.name, part, item, m.group(1) is None))
+    return out
+
+
+def errata_disagreements(root: Path, papers: dict[str, Paper], claims: Sequence[CitedClaim]) -> list[str]:
+    """Where the errata and the scorecards disagree: an item an erratum calls wrong that is not
+    contradicted or refuted (nor contradicted on a stand-in), an item an erratum finds true that
+    the scorecard lists as wrong, an unknown item, and a contradicted or refuted item no erratum
+    names."""
+    status = {(part, r.item.id): r for part, paper in papers.items() for r in statuses(paper, claims)}
+    problems, named = [], set()
+    for frag, part, item, wrong in errata_marks(root):
+        row = status.get((part, item))
+        if row is None:
+            problems.append(f"book/errata/{frag}: unknown item {part}/{item}")
+            continue
+        named.add((part, item))
+        is_wrong = row.status in WRONG or bool(standin_contradictions(row))
+        if wrong and not is_wrong:
+            problems.append(f"book/errata/{frag}: calls {part}/{item} wrong, but its scorecard status is "
+                            f"{row.status!r}")
+        if not wrong and row.status in WRONG:
+            problems.append(f"book/errata/{frag}: finds {part}/{item} true, but its scorecard status is "
+                            f"{row.status!r}")
+    for (part, item), row in status.items():
+        if (row.status in WRONG or standin_contradictions(row)) and (part, item) not in named:
+            problems.append(f"{part}/{item} is {row.status} (or contradicted on a stand-in), but no "
+                            "erratum names it (<!-- items: ... --> in book/errata/)")
+    return problems
