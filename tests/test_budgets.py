@@ -67,3 +67,25 @@ def test_render_chapter_marks_changes_and_pages_without_budget(monkeypatch: pyte
     summary = budgets.render_summary({"chapters": {"chapters/p/x": entry}},
                                      [("chapters/p/x", "a", ["x3/seed0"], "supports")], {"chapters": {}})
     assert "**1 verdict(s) change with the budget** (1 of them" in summary
+
+
+def test_adopt_keeps_runs_only_when_the_edit_changed_no_number(tmp_path: Path,
+                                                                monkeypatch: pytest.MonkeyPatch) -> None:
+    from implicit_bias.book import report
+
+    py = tmp_path / "chapters" / "part" / "01_page.py"
+    py.parent.mkdir(parents=True)
+    py.write_text("x = 1  # falsifier added\n")
+    py.with_suffix(".ipynb").write_text("{}")
+    name = "chapters/part/01_page"
+    ledger = lambda value: {"claims": {"claims": [{"id": "a", "value": value, "lo": 0.5, "hi": None,
+                                                    "measured": f"{value}"}]}}
+    monkeypatch.setattr(budgets, "all_chapters", lambda *a: [py])
+    monkeypatch.setattr(budgets, "relative", lambda p: str(Path(p).relative_to(tmp_path)))
+    for swept_value, adopted in ((0.9, [name]), (0.8, [])):
+        budgets.save({"chapters": {name: {"source": "old", "budget_keys": ["steps"], "runs": {}}}}, tmp_path)
+        monkeypatch.setattr(budgets, "_swept_notebook", lambda *a, v=swept_value: ledger(v))
+        monkeypatch.setattr(report, "read_glued", lambda nb: ledger(0.9))
+        assert budgets.adopt(tmp_path) == adopted
+        source = budgets.load(tmp_path)["chapters"][name]["source"]
+        assert (source == budgets.source_digest(py)) == bool(adopted)

@@ -236,11 +236,67 @@ def staleness(root: Path = ROOT, chapters: Sequence[Path] | None = None) -> tupl
     return problems, todo
 
 
+def _numbers(glued: dict[str, Any]) -> list[tuple[Any, ...]]:
+    """What a chapter's x1 run computed: per claim, its id, value, passing region and measured text."""
+    rows = (glued.get("claims") or {}).get("claims", [])
+    return [(r["id"], r.get("value"), r.get("lo"), r.get("hi"), r.get("measured")) for r in rows]
+
+
+def _swept_notebook(py: Path, digest: str, root: Path) -> dict[str, Any] | None:
+    """The glued values of the notebook committed with the version of ``py`` whose source has
+    ``digest`` (searched in the git history), or None."""
+    import subprocess
+    import tempfile
+
+    from .report import read_glued
+
+    rel = py.relative_to(root).as_posix()
+    git = lambda *a: subprocess.run(["git", "-C", str(root), *a], capture_output=True, check=False)
+    for commit in git("log", "--format=%H", "--", rel).stdout.decode().split():
+        blob = git("show", f"{commit}:{rel}")
+        if blob.returncode or hashlib.sha256(blob.stdout).hexdigest()[:16] != digest:
+            continue
+        nb = git("show", f"{commit}:{Path(rel).with_suffix('.ipynb').as_posix()}")
+        if nb.returncode:
+            return None
+        with tempfile.TemporaryDirectory() as tmp:
+            path = Path(tmp) / "swept.ipynb"
+            path.write_bytes(nb.stdout)
+            return read_glued(path)
+    return None
+
+
+def adopt(root: Path = ROOT) -> list[str]:
+    """Carry budget runs over to a chapter's new source when the edit did not change what the page
+    computes: the committed x1 ledger of the swept source and of the current one have the same claim
+    ids, values, passing regions and measured texts (an edit of prose, statements, bearings or
+    falsifiers). A run's verdicts then still stand. Returns the chapters adopted."""
+    from .report import read_glued
+
+    data = load(root)
+    adopted = []
+    for chapter, entry in data["chapters"].items():
+        py = root / f"{chapter}.py"
+        nb = py.with_suffix(".ipynb")
+        if not py.exists() or not nb.exists() or entry.get("source") == source_digest(py):
+            continue
+        old = _swept_notebook(py, entry.get("source", ""), root)
+        if old is not None and _numbers(old) == _numbers(read_glued(nb)):
+            entry["source"] = source_digest(py)
+            entry["budget_keys"] = chapter_budget(py)
+            adopted.append(chapter)
+    if adopted:
+        save(data, root)
+    return adopted
+
+
 def cmd_budgets(args: Any) -> int:
     """``budgets [CHAPTER ...] [--jobs N] [--timeout S] [--force] [--collect-only]``."""
     from .sources import resolve_chapters
 
     chapters = resolve_chapters(args.chapters, getattr(args, "all_matching", False))
+    for name in adopt():
+        print(f"  adopted {name}: its edit changed no number of its x1 ledger, so its budget runs stand")
     if not args.collect_only:
         start = time.perf_counter()
         failed = run_sweep(chapters, args.jobs, args.timeout, args.force)
