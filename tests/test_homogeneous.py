@@ -138,20 +138,7 @@ def test_two_neuron_closed_form_kkt_point():
     assert float(eps_t[0]) > 0.1 or float(delta_t[0]) > 0.1
 
 
-def path_network(d: int, width: int, depth: int, c: float) -> list[torch.Tensor]:
-    """One active path of weight c per layer (other units zero), fed by x = e_1."""
-    Ws = [torch.zeros(1, width, d, dtype=D)]
-    Ws[0][0, 0, 0] = c
-    for _ in range(depth - 2):
-        W = torch.zeros(1, width, width, dtype=D)
-        W[0, 0, 0] = c
-        Ws.append(W)
-    last = torch.zeros(1, 1, width, dtype=D)
-    last[0, 0, 0] = c
-    return Ws + [last]
-
-
-def test_a_certified_deep_kkt_point_and_an_unbalanced_one():
+def test_a_certified_deep_kkt_point_and_an_unbalanced_one(path_network):
     # one point x = e_1 with label / target 1; the path network with all weights 1 has N(x) = 1
     # and theta = grad N(x) (Euler: theta . grad N = depth N): a KKT point of both problems
     X = torch.eye(3, dtype=D)[:1]

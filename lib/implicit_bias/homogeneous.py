@@ -41,14 +41,14 @@ Weights = list[torch.Tensor]
 
 
 def init_weights(members: int, depth: int, d_in: int, width: int,
-                 generator: torch.Generator | int = 0, *, init: str = "kaiming", gain: float = 2.0,
+                 generator: torch.Generator | int = 0, *, init: str = "kaiming", scale: float = math.sqrt(2),
                  noise: float = 0.3, d_out: int = 1, dtype: torch.dtype = torch.float64,
                  device: torch.device | str = "cpu") -> Weights:
     """``members`` stacked networks of ``depth`` layers (weight matrices), hidden width ``width``
     and ``d_out`` outputs: shapes ``(members, out, in)``.
 
-    ``init='kaiming'``: i.i.d. ``N(0, gain / fan_in)`` entries (``gain = 2``, He et al.: the
-    typical feature norm stays constant through ReLU layers). ``init='identity'``: the same first
+    ``init='kaiming'``: i.i.d. ``N(0, scale^2 / fan_in)`` entries (``scale = sqrt 2``, He et al.:
+    the typical feature norm stays constant through ReLU layers). ``init='identity'``: the same first
     and last layers, hidden-to-hidden layers ``I + noise * G / sqrt(2)`` with ``G`` Kaiming; a
     bias-free ReLU network passes its nonnegative activations through an identity layer
     unchanged, so deep networks start with no input mapped to 0. ``generator`` is a
@@ -65,7 +65,7 @@ def init_weights(members: int, depth: int, d_in: int, width: int,
     dims = [d_in] + [width] * (depth - 1) + [d_out]
     out = []
     for l, (a, b) in enumerate(zip(dims[:-1], dims[1:])):
-        W = torch.randn(members, b, a, generator=g, dtype=torch.float64) * math.sqrt(gain / a)
+        W = torch.randn(members, b, a, generator=g, dtype=torch.float64) * (scale / math.sqrt(a))
         if init == "identity" and 0 < l < depth - 1:
             W = torch.eye(width, dtype=torch.float64) + noise / math.sqrt(2) * W
         out.append(W.to(dtype=dtype, device=device))

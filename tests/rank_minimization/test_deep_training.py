@@ -34,25 +34,12 @@ def test_certificate_is_a_lower_bound_and_exact_for_balanced_networks():
     assert torch.allclose(dt.certificate(Wb, q), expected, rtol=1e-12)
 
 
-def single_unit_network(d: int, width: int, depth: int, c: float) -> list[torch.Tensor]:
-    """One active path of weight c per layer (other units zero), fed by x = e_1."""
-    Ws = [torch.zeros(1, width, d, dtype=D)]
-    Ws[0][0, 0, 0] = c
-    for _ in range(depth - 2):
-        W = torch.zeros(1, width, width, dtype=D)
-        W[0, 0, 0] = c
-        Ws.append(W)
-    last = torch.zeros(1, 1, width, dtype=D)
-    last[0, 0, 0] = c
-    return Ws + [last]
-
-
-def test_gradient_alignment_is_one_at_an_exact_kkt_point():
+def test_gradient_alignment_is_one_at_an_exact_kkt_point(path_network):
     # one point x = e_1 with label / target 1; the path network with all weights 1 has N(x) = 1
     # and theta = grad N(x) (Euler: theta . grad N = depth N), a KKT point of Problems 2 and 6
     X = torch.eye(3, dtype=D)[:1]
     y = torch.ones(1, dtype=D)
-    Ws = single_unit_network(3, 4, 3, 1.0)
+    Ws = path_network(3, 4, 3, 1.0)
     assert math.isclose(float(dt.gradient_alignment(Ws, X, y)[0]), 1.0, rel_tol=1e-12)
     # an unbalanced network with the same function is not aligned with its gradient
     Wu = [Ws[0] * 2.0, Ws[1], Ws[2] / 2.0]
