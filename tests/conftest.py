@@ -1,6 +1,7 @@
 """Fixtures shared by the test modules of ``tests/``: ``run_cli_many`` runs many command lines of
 the book's CLI in one Python process, as ``python -m implicit_bias.book`` would run each, so that a
-test of many bad inputs pays for one interpreter start instead of one per input."""
+test of many bad inputs pays for one interpreter start instead of one per input; ``path_network``
+builds the deep network with one active path, a known KKT point."""
 
 from __future__ import annotations
 
@@ -43,3 +44,25 @@ def _run_cli_many(argv: Sequence[Sequence[str]], cwd: Path, env: Mapping[str, st
 def run_cli_many():
     """:func:`_run_cli_many`: ``run_cli_many(argv, cwd, env=None, timeout=300)``."""
     return _run_cli_many
+
+
+@pytest.fixture
+def path_network():
+    """A factory ``(d, width, depth, c) -> weights``: one stacked bias-free network ``(1, out,
+    in)`` with one active path of weight ``c`` per layer (other units zero). Fed by ``x = e_1`` it
+    outputs ``c^depth``; with ``c = 1`` its parameters equal ``grad N(x)`` (Euler), a KKT point of
+    the max-margin and of the interpolation problem on that one point."""
+    import torch
+
+    def make(d: int, width: int, depth: int, c: float) -> list:
+        Ws = [torch.zeros(1, width, d, dtype=torch.float64)]
+        Ws[0][0, 0, 0] = c
+        for _ in range(depth - 2):
+            W = torch.zeros(1, width, width, dtype=torch.float64)
+            W[0, 0, 0] = c
+            Ws.append(W)
+        last = torch.zeros(1, 1, width, dtype=torch.float64)
+        last[0, 0, 0] = c
+        return Ws + [last]
+
+    return make

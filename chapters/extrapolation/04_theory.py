@@ -61,7 +61,7 @@ import numpy as np
 import torch
 from myst_nb import glue
 
-from implicit_bias import plotting, spectra
+from implicit_bias import homogeneous as hn, plotting, spectra
 from implicit_bias.extrapolation import homogeneous as H
 from implicit_bias.extrapolation import ocs
 from implicit_bias.chapter import start_chapter
@@ -97,13 +97,13 @@ depths, E = tuple(P["depths"]), P["members"]
 
 nets, hists = {}, {}
 for L in depths:
-    nets[L] = H.init_weights(d, P["width"], L, E, seed=1000 * seed + L)
+    nets[L] = hn.init_weights(E, L, d, P["width"], 1000 * seed + L)
     hists[L] = H.train_flow(nets[L], X_tr, y_tr, P["steps"], P["eta"])
 # the shallow witness of Lemma D.4 / Thm 4.1: depth L' = 2 and a smaller width m' < m
-shallow = H.init_weights(d, P["shallow_width"], 2, E, seed=1000 * seed + 99)
+shallow = hn.init_weights(E, 2, d, P["shallow_width"], 1000 * seed + 99)
 H.train_flow(shallow, X_tr, y_tr, P["steps"], P["eta"])
 
-test_acc = {L: (torch.sign(H.forward(nets[L], X_te)) == y_te).double().mean(-1) for L in depths}
+test_acc = {L: (torch.sign(hn.forward(nets[L], X_te)) == y_te).double().mean(-1) for L in depths}
 min_acc = min(float(a.min()) for a in test_acc.values())
 glue("th-min-acc", min_acc, display=False)
 print("held-out accuracy, worst member per depth:", {L: round(float(a.min()), 3) for L, a in test_acc.items()})
@@ -138,7 +138,7 @@ print("held-out accuracy, worst member per depth:", {L: round(float(a.min()), 3)
 # %%
 L_chk = depths[1]
 drop_coarse = H.max_relative_drop(hists[L_chk], L_chk)
-fine_net = H.init_weights(d, P["width"], L_chk, E, seed=1000 * seed + L_chk)
+fine_net = hn.init_weights(E, L_chk, d, P["width"], 1000 * seed + L_chk)
 fine_hist = H.train_flow(fine_net, X_tr, y_tr, 4 * P["steps"], P["eta"] / 4, every=200)
 drop_fine = H.max_relative_drop(fine_hist, L_chk)
 cosines = {L: H.direction_cosine(hists[L].halfway, nets[L]) for L in depths}
@@ -375,8 +375,8 @@ ledger.above("d2-vacuous", "Lemma D.2 (Bartlett et al.)", "leading term of the m
 # $\bar\rho_L$ with both forms of the bound.
 
 # %%
-W_sh = H.margin_one_balanced(shallow, X_tr, y_tr)
-C_wit = H.frobenius_norms(W_sh).max(-1).values  # (E,)
+W_sh = hn.margin_normalize(shallow, X_tr, y_tr)
+C_wit = hn.layer_norms(W_sh).max(-1).values  # (E,)
 rho = {L: torch.stack([spectra.spectral_frobenius_ratio(W) for W in nets[L]], -1) for L in depths}  # (E, L)
 rho_bar = {L: r.mean(-1) for L, r in rho.items()}
 bounds = {L: (np.array([H.lemma_d4_bound(L, 2, float(c), "proof") for c in C_wit]),
@@ -605,7 +605,7 @@ ledger.above("t41-premise-absent", "Thm. 4.1", f"the premise: OOD / held-out ran
 # %%
 Xb, yb = H.sphere_clusters(n_train, d, n_clusters=6, positive_fraction=0.75, seed=seed + 100)
 Lb, Eb = P["bias_depth"], P["bias_members"]
-Wb = H.init_weights(d, P["width"], Lb, Eb, seed=1000 * seed + 77)
+Wb = hn.init_weights(Eb, Lb, d, P["width"], 1000 * seed + 77)
 bias = torch.zeros(Eb)
 hb = H.train_flow(Wb, Xb, yb, P["bias_steps"], P["eta"], bias=bias)
 b_hist, norm_hist = hb.stacked("bias"), hb.stacked("norm")
@@ -615,7 +615,7 @@ settle = float(H.bias_drift(b_hist, len(hb.steps) // 2).max())
 share = float(H.bias_share(Wb, Xb, bias).max())
 share_theta = (b_hist.abs() / norm_hist)  # (T, Eb)
 # sign(b) against the margin points' label sum (members whose margin points cancel are left out) and the OCS
-signs = H.bias_sign_agreement(bias, yb * H.forward(Wb, Xb, bias), yb, eps=0.05)
+signs = H.bias_sign_agreement(bias, yb * hn.forward(Wb, Xb, bias), yb, eps=0.05)
 agree_M, n_M, agree_ocs, ocs_sign = signs.margin, signs.decided, signs.ocs, signs.ocs_sign
 ci_M, ci_ocs = ocs.binomial_interval(agree_M, n_M), ocs.binomial_interval(agree_ocs, Eb)
 print(f"N+ = {int((yb > 0).sum())}, N- = {int((yb < 0).sum())}: OCS sign {ocs_sign:+.0f}; {Eb} members")

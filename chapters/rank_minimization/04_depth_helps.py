@@ -101,6 +101,7 @@ import torch
 from myst_nb import glue
 
 from implicit_bias import cache, plotting
+from implicit_bias import homogeneous as hn
 from implicit_bias.rank_minimization import deep_constructions as dc
 from implicit_bias.rank_minimization import deep_training as dt
 from implicit_bias.chapter import start_chapter
@@ -208,23 +209,23 @@ g0 = torch.Generator().manual_seed(1000 + seed)
 Xc = torch.randn(50, 4, generator=g0, dtype=D)
 Xc = Xc / Xc.norm(dim=1, keepdim=True)
 ref = [torch.randn(5, 4, generator=g0, dtype=D) / 2, torch.randn(1, 5, generator=g0, dtype=D).abs() / 2]
-ref = dc.balance(ref)
-scale = float(dc.forward(ref, Xc).max())             # rescale so that max_i N(x_i) = 1 (q = 1)
+ref = hn.balance(ref)
+scale = float(hn.forward(ref, Xc).max())             # rescale so that max_i N(x_i) = 1 (q = 1)
 ref = [W / scale ** 0.5 for W in ref]
-out_ref = dc.forward(ref, Xc)
+out_ref = hn.forward(ref, Xc)
 B_c = dc.frobenius_bound(ref)
 err = norm_gap = tail = 0.0
 cert_ok = True
 for kp in P["construct_depths"]:
     N4, N5 = dc.theorem4_network(ref, kp), dc.theorem5_network(ref, kp)
-    err = max(err, float((dc.forward(N4, Xc) - out_ref).abs().max()), float((dc.forward(N5, Xc) - out_ref).abs().max()))
-    norm_gap = max(norm_gap, abs(dc.squared_norm(N4) / dc.theorem4_norm(2, kp, B_c) - 1),
-                   abs(dc.squared_norm(N5) / dc.theorem5_norm(2, kp, B_c) - 1))
-    tail = max(tail, float((dc.ratios(N4[2:]) - 1).abs().max()))
+    err = max(err, float((hn.forward(N4, Xc) - out_ref).abs().max()), float((hn.forward(N5, Xc) - out_ref).abs().max()))
+    norm_gap = max(norm_gap, abs(float(hn.squared_norm(N4)) / dc.theorem4_norm(2, kp, B_c) - 1),
+                   abs(float(hn.squared_norm(N5)) / dc.theorem5_norm(2, kp, B_c) - 1))
+    tail = max(tail, float((hn.norm_ratios(N4[2:]) - 1).abs().max()))
     if kp > 3:
-        tail = max(tail, float((dc.ratios(N5[2:-1]) - 1 / math.sqrt(2)).abs().max()))
+        tail = max(tail, float((hn.norm_ratios(N5[2:-1]) - 1 / math.sqrt(2)).abs().max()))
     for N, bound in ((N4, dc.theorem4_bound(2, kp, B_c)), (N5, dc.theorem5_bound(2, kp, B_c))):
-        cert_ok &= float(dc.ratios(N).mean()) >= dc.certificate(N, 1.0) - 1e-12 >= bound - 2e-12
+        cert_ok &= float(hn.norm_ratios(N).mean()) >= dc.certificate(N, 1.0) - 1e-12 >= bound - 2e-12
 print(f"reference: depth 2, B = {B_c:.3f}; depths {list(P['construct_depths'])}")
 print(f"max |N' - N| {err:.1e}; max relative gap to the norm formulas {norm_gap:.1e}; tail ratios off by {tail:.1e}")
 ledger.below("constructions", "Thms 4-5 / Apps. D-E", "the depth-k' extensions compute the same outputs as the "
@@ -289,16 +290,16 @@ def hidden_srank(r: torch.Tensor) -> torch.Tensor:
 
 
 def square_arm(depth: int, g: torch.Generator) -> dict:
-    W0 = dt.init_stack(E, depth, d, m, g, init="identity", device=dev)
+    W0 = hn.init_weights(E, depth, d, m, g, init="identity", device=dev)
     near, res_near = dt.project_interpolation(dt.fit_scale(W0, X, y_sq), X, y_sq, iters=12)
     low, res_low = dt.minimum_norm_descent(near, X, y_sq, step=P["descent_step"], steps=P["descent_steps"])
     out = {}
     for name, ws, res in (("near", near, res_near), ("min", low, res_low)):
-        wb = dt.balance(ws)
-        r = dt.ratios(wb).cpu()
-        out[name] = dict(res=res.cpu(), norm=dt.squared_norms(wb).cpu(), mean_r=r.mean(-1), hid=hidden_srank(r),
-                         spread=(lambda F: F.max(-1).values / F.min(-1).values)(dt.layer_norms(ws).cpu()))
-    out["min"]["kkt"] = dt.interpolation_kkt_residual(low, X).cpu()
+        wb = hn.balance(ws)
+        r = hn.norm_ratios(wb).cpu()
+        out[name] = dict(res=res.cpu(), norm=hn.squared_norm(wb).cpu(), mean_r=r.mean(-1), hid=hidden_srank(r),
+                         spread=hn.layer_balance(ws).cpu())
+    out["min"]["kkt"] = hn.interpolation_kkt_residual(low, X).cpu()
     return out
 
 
@@ -478,10 +479,10 @@ for key, val in {"eta0": f"{eta0:g}", "eta1": f"{eta1:g}", "msteps": f"{P['margi
 
 
 def margin_arm(depth: int, init: str, g: torch.Generator) -> dict:
-    W = dt.init_stack(E, depth, d, m, g, init=init, device=dev)
+    W = hn.init_weights(E, depth, d, m, g, init=init, device=dev)
     h = dt.train_margin(W, X, y_cl, steps=P["margin_steps"], step=eta0, final_step=eta1,
                         checkpoints=P["checkpoints"], margin_cap=P["margin_cap"])
-    r = dt.ratios(W).cpu()
+    r = hn.norm_ratios(W).cpu()
     return dict(hist=h, mean_r=r.mean(-1), hid=hidden_srank(r), sep=h.min_margin[-1] > 0,
                 cert=h.stacked("certificate"), eps=h.stacked("kkt_eps"), delta=h.stacked("kkt_delta"),
                 nm=h.stacked("normalized_margin"))

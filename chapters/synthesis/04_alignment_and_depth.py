@@ -72,11 +72,10 @@ import torch
 from myst_nb import glue
 from scipy.stats import spearmanr
 
-from implicit_bias import plotting
+from implicit_bias import homogeneous, plotting
 from implicit_bias.bottleneck import structure, tasks
 from implicit_bias.chapter import start_chapter
 from implicit_bias.claims import Ledger
-from implicit_bias.rank_minimization import deep_training
 from implicit_bias.synthesis.arms import build_arms, mid_alignments, mode
 
 P, dev = start_chapter(PROFILES, profile=profile, seed=seed, device=device)
@@ -100,7 +99,7 @@ for L in P["reg_depths"]:
 # v_1(W_{\ell+1})\rangle|$, the quantity of {cite:t}`le2022training`'s alignment theorem; the
 # rank measure is the stable rank $\lVert W\rVert_F^2/\lVert W\rVert_2^2$ of the notation page,
 # the inverse square of the ratio $\lVert W\rVert_2/\lVert W\rVert_F$ that
-# {cite:t}`timor2023implicit` bound (`rank_minimization.deep_training.ratios`).
+# {cite:t}`timor2023implicit` bound (`homogeneous.norm_ratios`).
 
 # %%
 align_small_at = {L: mid_alignments(run["W"]) for L, run in small.items()}
@@ -109,7 +108,7 @@ align_reg = mid_alignments(reg[L_deep].weights)
 align_init = torch.cat([mid_alignments(run["W0"]) for run in small.values()] +
                        [mid_alignments(init) for init, _ in plain.values()])
 align_plain = torch.cat([mid_alignments(W) for _, W in plain.values()])
-srank = {L: deep_training.ratios([reg[L].weights[mid(L)]])[:, 0] ** -2 for L in P["reg_depths"]}
+srank = {L: homogeneous.norm_ratios([reg[L].weights[mid(L)]])[:, 0] ** -2 for L in P["reg_depths"]}
 for name, values in (("small", align_small), ("reg", align_reg), ("init", align_init), ("plain", align_plain)):
     glue(f"syn-p4-{name}", f"{float(values.median()):.2f}", display=False)
 glue("syn-p4-small-deep", f"{float(align_small_at[L_slow].median()):.2f}", display=False)

@@ -14,6 +14,8 @@ from typing import Literal
 import torch
 from torch import nn
 
+from . import homogeneous
+
 Activation = Literal["relu", "leaky", "linear", "tanh"]
 Skip = Literal["identity", "diagonal", "free"]
 
@@ -454,16 +456,5 @@ def layer_activations(net: nn.Module | Sequence[torch.Tensor], X: torch.Tensor,
     else:
         weights = list(net)
         act = activation_module(activation)
-    if not weights:
-        raise ValueError("need at least one weight matrix")
     h = X.flatten(1) if isinstance(net, nn.Module) and X.dim() > 2 else X
-    pre: list[torch.Tensor] = []
-    post: list[torch.Tensor] = []
-    for i, W in enumerate(weights):
-        if h.shape[-1] != W.shape[-1]:
-            raise ValueError(f"layer {i + 1} expects inputs of size {W.shape[-1]}, got {h.shape[-1]}")
-        z = h @ W.transpose(-1, -2)
-        pre.append(z)
-        h = act(z) if i < len(weights) - 1 else z
-        post.append(h)
-    return pre, post
+    return homogeneous.layer_outputs(weights, h, act)

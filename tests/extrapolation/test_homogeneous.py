@@ -5,6 +5,7 @@ import math
 import pytest
 import torch
 
+from implicit_bias import homogeneous as hn
 from implicit_bias.extrapolation import homogeneous as H
 
 
@@ -28,25 +29,25 @@ def test_sphere_data_rejects_bad_parameters(kwargs):
 
 
 def test_forward_matches_a_loop_and_is_homogeneous():
-    W = H.init_weights(5, 7, 3, members=2, seed=0)
+    W = hn.init_weights(2, 3, 5, 7, 0)
     X = torch.randn(11, 5, dtype=torch.float64)
-    out = H.forward(W, X)
+    out = hn.forward(W, X)
     for e in range(2):
         h = X
         for M in W[:-1]:
             h = torch.relu(h @ M[e].T)
         assert torch.allclose(out[e], (h @ W[-1][e].T).squeeze(-1))
     # degree L in the parameters, degree 1 in the input
-    assert torch.allclose(H.forward([2.0 * M for M in W], X), 8.0 * out)
-    assert torch.allclose(H.forward(W, 0.3 * X), 0.3 * out)
+    assert torch.allclose(hn.forward([2.0 * M for M in W], X), 8.0 * out)
+    assert torch.allclose(hn.forward(W, 0.3 * X), 0.3 * out)
 
 
 def test_train_flow_separates_and_keeps_layers_balanced():
     X, y = H.sphere_clusters(60, 6, n_clusters=2, seed=0)
-    W = H.init_weights(6, 8, 3, members=2, seed=1)
+    W = hn.init_weights(2, 3, 6, 8, 1)
     hist = H.train_flow(W, X, y, steps=400, eta=0.01, every=100)
     assert float(hist.stacked("J")[-1].max()) < 0  # summed exponential loss below 1
-    assert bool(((y * H.forward(W, X)) > 0).all())
+    assert bool(((y * hn.forward(W, X)) > 0).all())
     sq = hist.stacked("layer_sq")[-1]
     assert float((sq.max(-1).values / sq.min(-1).values).max()) < 1.2
     assert hist.halfway is not None and len(hist.steps) == 5
@@ -54,20 +55,20 @@ def test_train_flow_separates_and_keeps_layers_balanced():
 
 def test_margin_one_balanced_representative():
     X, y = H.sphere_clusters(60, 6, n_clusters=2, seed=0)
-    W = H.init_weights(6, 8, 3, members=2, seed=1)
+    W = hn.init_weights(2, 3, 6, 8, 1)
     H.train_flow(W, X, y, steps=300, eta=0.01)
-    Wb = H.margin_one_balanced(W, X, y)
-    q = (y * H.forward(Wb, X)).min(-1).values
+    Wb = hn.margin_normalize(W, X, y)
+    q = (y * hn.forward(Wb, X)).min(-1).values
     assert torch.allclose(q, torch.ones(2, dtype=q.dtype))
     fro = torch.stack([M.pow(2).sum((1, 2)).sqrt() for M in Wb], -1)
     assert torch.allclose(fro, fro[:, :1].expand_as(fro))
     # the same classifier, up to a positive factor
-    ratio = H.forward(Wb, X) / H.forward(W, X)
+    ratio = hn.forward(Wb, X) / hn.forward(W, X)
     assert torch.allclose(ratio, ratio[:, :1].expand_as(ratio))
 
 
 def test_chain_and_split_bounds_hold():
-    W = H.init_weights(5, 6, 4, members=3, seed=2)
+    W = hn.init_weights(3, 4, 5, 6, 2)
     X = torch.randn(40, 5, dtype=torch.float64)
     lhs, rhs = H.chain_bound(W, X)
     assert bool((lhs <= rhs * (1 + 1e-12)).all())
@@ -120,12 +121,12 @@ def test_smoothed_margin_and_cosine():
 
 def test_input_homogeneity_with_an_output_bias():
     """f~(lambda x) - b = lambda (f~(x) - b) for lambda >= 0: degree 1 in the input (Prop. 4.2's class)."""
-    W = H.init_weights(5, 6, 4, members=2, seed=1)
+    W = hn.init_weights(2, 4, 5, 6, 1)
     X = torch.randn(9, 5, dtype=torch.float64)
     b = torch.tensor([0.3, -1.2], dtype=torch.float64)
-    f = H.forward(W, X, b)
+    f = hn.forward(W, X, b)
     for lam in (0.0, 0.1, 2.5):
-        assert torch.allclose(H.forward(W, lam * X, b) - b[:, None], lam * (f - b[:, None]), atol=1e-12)
+        assert torch.allclose(hn.forward(W, lam * X, b) - b[:, None], lam * (f - b[:, None]), atol=1e-12)
 
 
 def test_spectral_complexity_on_known_matrices():
@@ -141,7 +142,7 @@ def test_spectral_complexity_on_known_matrices():
 
 def test_margin_bound_term_is_scale_invariant():
     X, y = H.sphere_clusters(40, 6, n_clusters=2, seed=0)
-    W = H.init_weights(6, 8, 3, members=2, seed=0)
+    W = hn.init_weights(2, 3, 6, 8, 0)
     H.train_flow(W, X, y, 300, 0.01)
     t = H.margin_bound_term(W, X, y)
     assert t.shape == (2,) and bool((t > 0).all())
@@ -158,7 +159,7 @@ def _two_layer_sum() -> list[torch.Tensor]:
 
 def test_frobenius_norms_and_layer_balance():
     W = [torch.full((2, 3, 4), 0.5, dtype=torch.float64), torch.ones(2, 1, 3, dtype=torch.float64)]
-    assert torch.allclose(H.frobenius_norms(W), torch.tensor([[math.sqrt(3.0), math.sqrt(3.0)]] * 2, dtype=torch.float64))
+    assert torch.allclose(hn.layer_norms(W), torch.tensor([[math.sqrt(3.0), math.sqrt(3.0)]] * 2, dtype=torch.float64))
     hist = H.FlowHistory(layer_sq=[torch.ones(2, 3), torch.tensor([[1.0, 4.0, 1.0], [9.0, 9.0, 9.0]])])
     assert torch.allclose(H.layer_balance(hist), torch.tensor([2.0, 1.0]))
 
@@ -186,7 +187,7 @@ def test_prop41_check_on_a_known_network():
     assert torch.allclose(c["slack"], torch.tensor([1 - 0.95 / (0.75 * math.sqrt(2))], dtype=torch.float64))
     # and R_j >= frac, the chain inequality on the kept points, for trained networks
     X, y = H.sphere_clusters(80, 6, n_clusters=2, seed=0)
-    Wt = H.init_weights(6, 8, 3, members=2, seed=1)
+    Wt = hn.init_weights(2, 3, 6, 8, 1)
     H.train_flow(Wt, X[:40], y[:40], 300, 0.01)
     ct = H.prop41_check(Wt, X[:40], y[:40], X[40:], y[40:], H.sphere_uniform(30, 6, seed=2))
     assert ct["R"].shape == (2, 2) and ct["ood_ratio"].shape == (2, 2)
@@ -209,7 +210,7 @@ def test_middle_singular_ratios_on_diagonal_layers():
 
 def test_split_summary_under_input_scaling():
     # OOD inputs = 2 x held-out inputs: outputs double (degree 1 in the input), projection shares do not change
-    W = [M.abs() for M in H.init_weights(5, 6, 4, members=3, seed=2)]  # positive: no input gives 0 / 0
+    W = [M.abs() for M in hn.init_weights(3, 4, 5, 6, 2)]  # positive: no input gives 0 / 0
     X = torch.rand(40, 5, dtype=torch.float64)
     sp = H.split_summary(W, X, 2.0 * X, j=2, ks=(1, 2, 6))
     assert sp.violation <= 1e-12
@@ -227,7 +228,7 @@ def test_output_bias_measurements():
     b = torch.tensor([0.3], dtype=torch.float64)
     assert torch.allclose(H.bias_share(W, X, b), torch.tensor([0.2], dtype=torch.float64))  # 0.3 / 1.5
     assert H.input_homogeneity_error(W, X, b, lams=(1.0,)) == 0.0
-    Wr = H.init_weights(5, 6, 4, members=2, seed=1)
+    Wr = hn.init_weights(2, 4, 5, 6, 1)
     assert H.input_homogeneity_error(Wr, torch.randn(9, 5, dtype=torch.float64),
                                      torch.tensor([0.3, -1.2], dtype=torch.float64)) < 1e-12
     b_hist = torch.tensor([[0.0, 0.0], [0.5, 4.0], [0.6, 5.0]], dtype=torch.float64)

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 import torch
 
-from implicit_bias import models
+from implicit_bias import homogeneous, models
 from implicit_bias.invariances import margins
 
 
@@ -67,10 +67,10 @@ def test_kkt_check_rejects_misclassifying_point():
 
 def test_normalized_margin_is_scale_invariant():
     q = torch.tensor([[2.0, 3.0]])
-    nm = margins.normalized_margin(q, torch.tensor([2.0]), 2)
+    nm = homogeneous.normalized_margin(q, torch.tensor([2.0]), 2)
     assert float(nm) == pytest.approx(0.5)
     # theta -> 2 theta multiplies the margins of a 2-homogeneous network by 4
-    assert float(margins.normalized_margin(4 * q, torch.tensor([4.0]), 2)) == pytest.approx(0.5)
+    assert float(homogeneous.normalized_margin(4 * q, torch.tensor([4.0]), 2)) == pytest.approx(0.5)
 
 
 def test_sign_changes_counts_and_last_index():

@@ -4,7 +4,8 @@ The networks of the theory are bias-free ReLU MLPs ``f(W; x) = W_L s(W_{L-1} ...
 optionally plus one scalar output bias ``b`` (the class ``F~`` of Prop. 4.2). Here a network is
 a list of stacked weight matrices, ``W_l`` of shape ``(E, out, in)`` for an ensemble of ``E``
 independent members (seeds), so a whole ensemble is a few batched matrix products; no ``vmap``
-is needed.
+is needed. Their initialisation, forward pass, hidden features, norms and margin-one balanced
+representative are the toolkit's :mod:`implicit_bias.homogeneous`.
 
 Training is the gradient flow of the exponential loss, discretised in a scale-free way: gradient
 descent on ``J(W) = log sum_i exp(-y_i f(W; x_i))`` (the log of the summed exponential loss; its
@@ -13,8 +14,8 @@ to a change of time) with a *relative* step: ``W <- W - eta ||W|| G / ||G||`` pe
 log-sum-exp form never underflows, however large the margins grow, so deep networks can be
 followed far past separation in float64.
 
-Also here: margins and the smoothed normalised margin of Lyu & Li (2020), rescaling to the
-margin-one, layer-balanced representative, the deterministic inequalities behind Prop. 4.1 and
+Also here: margins and the smoothed normalised margin of Lyu & Li (2020), the deterministic
+inequalities behind Prop. 4.1 and
 Thm. 4.1, margin points (Prop. 4.2), and the constants of Lemma D.4 as stated and as proved; and
 the measurements the page ``04_theory`` makes of them (:func:`max_relative_drop`,
 :func:`layer_balance`, :func:`prop41_check`, :func:`middle_singular_ratios`,
@@ -30,7 +31,7 @@ from dataclasses import dataclass, field
 
 import torch
 
-Weights = list[torch.Tensor]
+from ..homogeneous import Weights, features, forward, squared_norm
 
 
 # --- data ----------------------------------------------------------------------------------
@@ -77,48 +78,9 @@ def sphere_uniform(n: int, d: int, seed: int = 0, dtype: torch.dtype = torch.flo
 # --- networks ------------------------------------------------------------------------------
 
 
-def init_weights(d_in: int, width: int, depth: int, members: int, scale: float = math.sqrt(2),
-                 seed: int = 0, dtype: torch.dtype = torch.float64) -> Weights:
-    """Stacked weights of ``members`` bias-free ReLU MLPs with ``depth`` layers and one output:
-    ``W_l ~ N(0, scale^2 / fan_in)`` i.i.d., shapes ``(members, out, in)`` (the default
-    ``scale = sqrt 2`` keeps the typical feature norm constant through ReLU layers, so deep
-    members start with live units)."""
-    if depth < 2:
-        raise ValueError(f"depth must be >= 2, got {depth}")
-    if members < 1 or width < 1:
-        raise ValueError(f"members and width must be >= 1, got {members}, {width}")
-    g = torch.Generator().manual_seed(int(seed))
-    dims = [d_in, *([width] * (depth - 1)), 1]
-    return [torch.randn(members, b, a, generator=g, dtype=torch.float64).mul_(scale / math.sqrt(a)).to(dtype)
-            for a, b in zip(dims[:-1], dims[1:])]
-
-
-def _inputs(X: torch.Tensor, members: int) -> torch.Tensor:
-    return X.unsqueeze(0).expand(members, *X.shape) if X.dim() == 2 else X
-
-
-def features(weights: Sequence[torch.Tensor], X: torch.Tensor) -> list[torch.Tensor]:
-    """Post-activations ``f_1(x), ..., f_{L-1}(x)`` of every member, each ``(E, n, width)``.
-    ``X`` is shared ``(n, d)`` or per member ``(E, n, d)``."""
-    h = _inputs(X, weights[0].shape[0])
-    out = []
-    for W in weights[:-1]:
-        h = torch.relu(h @ W.transpose(-1, -2))
-        out.append(h)
-    return out
-
-
-def forward(weights: Sequence[torch.Tensor], X: torch.Tensor,
-            bias: torch.Tensor | None = None) -> torch.Tensor:
-    """Outputs ``f(W; x) (+ b)`` of every member, shape ``(E, n)``."""
-    h = features(weights, X)[-1] if len(weights) > 1 else _inputs(X, weights[0].shape[0])
-    out = (h @ weights[-1].transpose(-1, -2)).squeeze(-1)
-    return out if bias is None else out + bias.unsqueeze(-1)
-
-
 def flat_norm(weights: Sequence[torch.Tensor], bias: torch.Tensor | None = None) -> torch.Tensor:
     """Euclidean norm of all parameters of each member, ``(E,)``."""
-    sq = sum(W.pow(2).sum((1, 2)) for W in weights)
+    sq = squared_norm(weights)
     if bias is not None:
         sq = sq + bias.pow(2)
     return sq.sqrt()
@@ -216,11 +178,6 @@ def direction_cosine(a: Sequence[torch.Tensor], b: Sequence[torch.Tensor]) -> to
     return (va * vb).sum(1) / (va.norm(dim=1) * vb.norm(dim=1))
 
 
-def frobenius_norms(weights: Sequence[torch.Tensor]) -> torch.Tensor:
-    """Frobenius norms ``||W_l||_F`` of every layer of every member, ``(E, L)``."""
-    return torch.stack([W.pow(2).sum((1, 2)).sqrt() for W in weights], -1)
-
-
 def max_relative_drop(hist: FlowHistory, depth: int) -> torch.Tensor:
     """Largest relative decrease of the smoothed normalised margin between two consecutive
     records, counted only once the summed loss is below 1 (``J < 0``), per member ``(E,)``.
@@ -241,20 +198,6 @@ def layer_balance(hist: FlowHistory) -> torch.Tensor:
     balanced layers (gradient flow conserves ``||W_{l+1}||_F^2 - ||W_l||_F^2``)."""
     sq = hist.stacked("layer_sq")[-1]
     return (sq.max(-1).values / sq.min(-1).values).sqrt()
-
-
-def margin_one_balanced(weights: Sequence[torch.Tensor], X: torch.Tensor, y: torch.Tensor) -> Weights:
-    """The representative of the same classifier with minimum margin 1 and equal Frobenius
-    norms in every layer (the form of a solution of the min-norm problem, Lemma D.4's proof).
-    Rescaling layers by positive factors whose product is fixed leaves ``f`` unchanged."""
-    fro = frobenius_norms(weights)  # (E, L)
-    L = len(weights)
-    geo = fro.log().mean(-1).exp()  # geometric mean
-    balanced = [W * (geo / fro[:, i]).view(-1, 1, 1) for i, W in enumerate(weights)]
-    q = (y * forward(balanced, X)).min(-1).values
-    if bool((q <= 0).any()):
-        raise ValueError("some member does not separate the data; no margin-one representative")
-    return [W / q.pow(1.0 / L).view(-1, 1, 1) for W in balanced]
 
 
 # --- the inequalities of Prop. 4.1 and Thm. 4.1 ---------------------------------------------

@@ -6,10 +6,11 @@ the logistic loss on separable data, gradient flow converges in direction to a K
     min 1/2 ||theta||^2   subject to   q_i(theta) := y_i f(x_i; theta) >= 1  for all i
 
 (Lyu & Li 2020; Ji & Telgarsky 2020). This module solves such problems numerically (scipy's
-SLSQP with exact torch gradients), checks the KKT conditions of a candidate point (non-negative
-multipliers by NNLS on the active constraints), gives the closed-form KKT point of a width-2
-bias-free ReLU network on two one-sided clusters, measures normalised margins and sign / pattern
-changes along a trajectory, and runs loss-scaled gradient descent until a target margin is
+SLSQP with exact torch gradients), checks the KKT conditions of a candidate point given by a
+margin function of a flat parameter vector (non-negative multipliers by NNLS on the active
+constraints: :func:`implicit_bias.homogeneous.kkt_multipliers`), gives the closed-form KKT point
+of a width-2 bias-free ReLU network on two one-sided clusters, measures sign / pattern changes
+along a trajectory, and runs loss-scaled gradient descent until a target margin is
 reached (the loss itself is then far below what float32 can hold: use float64).
 """
 
@@ -20,12 +21,13 @@ from dataclasses import dataclass, field
 
 import numpy as np
 import torch
-from scipy.optimize import minimize, nnls
+from scipy.optimize import minimize
 from torch import nn
 
 from .. import spectra
 from .. import train as _train
 from ..ensembles import Ensemble, train_ensemble
+from ..homogeneous import kkt_multipliers
 
 MarginFn = Callable[[torch.Tensor], torch.Tensor]
 
@@ -116,20 +118,6 @@ class LinearMaxMargin:
     min_constraint: float
 
 
-def _kkt_multipliers(theta: np.ndarray, grads: np.ndarray, q: np.ndarray,
-                     active_tol: float) -> tuple[np.ndarray, float]:
-    """NNLS for ``lambda >= 0`` with ``theta = sum_i lambda_i grad q_i`` over the active set
-    ``q_i <= 1 + active_tol``; returns ``(lambda, relative residual)``."""
-    active = np.flatnonzero(q <= 1.0 + active_tol)
-    lam = np.zeros(len(q))
-    if len(active) == 0:
-        return lam, 1.0
-    coef, _ = nnls(grads[active].T, theta)
-    lam[active] = coef
-    residual = np.linalg.norm(theta - grads.T @ lam) / max(np.linalg.norm(theta), 1e-300)
-    return lam, float(residual)
-
-
 def linear_max_margin(Z: torch.Tensor | np.ndarray, active_tol: float = 1e-6) -> LinearMaxMargin:
     """Hard-margin direction of the rows of ``Z`` (e.g. ``z_i = y_i x_i``) through the origin.
 
@@ -152,8 +140,9 @@ def linear_max_margin(Z: torch.Tensor | np.ndarray, active_tol: float = 1e-6) ->
     if q.min() < 1.0 - 1e-6:
         raise ValueError("the points are not separable by a hyperplane through the origin "
                          f"(SLSQP: {res.message}; min constraint {q.min():.3g})")
-    lam, resid = _kkt_multipliers(u, Z, q, active_tol)
-    return LinearMaxMargin(u, float(1.0 / np.linalg.norm(u)), lam, resid, float(q.min()))
+    kkt = kkt_multipliers(torch.from_numpy(u), torch.from_numpy(Z), torch.from_numpy(q), active_tol=active_tol)
+    return LinearMaxMargin(u, float(1.0 / np.linalg.norm(u)), kkt.multipliers.numpy(), float(kkt.stationarity),
+                           float(q.min()))
 
 
 # --------------------------------------------------------------------------------------------
@@ -299,8 +288,8 @@ def kkt_check(margins: MarginFn, theta: torch.Tensor, degree: int,
     q = margins(scaled)
     grads = torch.stack([torch.autograd.grad(q[i], scaled, retain_graph=True)[0]
                          for i in range(len(q))])
-    lam, resid = _kkt_multipliers(scaled.detach().numpy(), grads.numpy(),
-                                  q.detach().numpy(), active_tol)
+    kkt = kkt_multipliers(scaled.detach(), grads, q.detach(), active_tol=active_tol)
+    lam, resid = kkt.multipliers.numpy(), float(kkt.stationarity)
     nm = float(q0.min() / theta.norm() ** degree)
     return KKTReport(scaled.detach(), lam, resid, int((lam > 0).sum()), nm)
 
@@ -375,11 +364,6 @@ def homogeneous_log_risk(degree: int) -> Callable[[torch.Tensor, torch.Tensor], 
         return torch.sign(lr_) * mag**power
 
     return loss
-
-
-def normalized_margin(q: torch.Tensor, theta_norm: torch.Tensor, degree: int) -> torch.Tensor:
-    """``min_i q_i / ||theta||^degree`` (batched over leading dimensions of ``q``)."""
-    return q.min(-1).values / theta_norm**degree
 
 
 # --------------------------------------------------------------------------------------------

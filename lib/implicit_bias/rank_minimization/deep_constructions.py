@@ -3,7 +3,8 @@ they give, and the AM-GM rank certificate their proofs rest on.
 
 Networks here are bias-free ReLU MLPs given as a list of weight matrices ``[W_1, ..., W_k]``
 (``W_l`` of shape ``(out, in)``), with ReLU after every layer but the last and a scalar output:
-``N(x) = W_k relu(W_{k-1} ... relu(W_1 x))``. Inputs are rows of ``X`` (``(n, d)``).
+``N(x) = W_k relu(W_{k-1} ... relu(W_1 x))``. Inputs are rows of ``X`` (``(n, d)``). Their
+forward pass, norms, layer ratios and balancing are the toolkit's :mod:`implicit_bias.homogeneous`.
 """
 
 from __future__ import annotations
@@ -12,16 +13,6 @@ import math
 from collections.abc import Sequence
 
 import torch
-
-
-def forward(weights: Sequence[torch.Tensor], X: torch.Tensor) -> torch.Tensor:
-    """``N(x)`` for every row of ``X``; shape ``(n,)`` for a scalar output."""
-    h = X.T
-    for l, W in enumerate(weights):
-        h = W @ h
-        if l < len(weights) - 1:
-            h = torch.relu(h)
-    return h.squeeze(0) if h.shape[0] == 1 else h.T
 
 
 def _check(weights: Sequence[torch.Tensor], k_prime: int) -> int:
@@ -79,11 +70,6 @@ def theorem5_network(weights: Sequence[torch.Tensor], k_prime: int, B: float | N
     return out
 
 
-def squared_norm(weights: Sequence[torch.Tensor]) -> float:
-    """``||theta||^2 = sum_l ||W_l||_F^2``."""
-    return sum(float(W.pow(2).sum()) for W in weights)
-
-
 def theorem4_norm(k: int, k_prime: int, B: float) -> float:
     """``k' B^{2k/k'}``: the squared norm of Theorem 4's construction (when balanced at ``B``)."""
     return k_prime * B ** (2 * k / k_prime)
@@ -105,15 +91,6 @@ def theorem5_bound(k: int, k_prime: int, B: float) -> float:
     return (math.sqrt(2) / B) ** (k / k_prime) * math.sqrt(k_prime / (k_prime + 1)) / math.sqrt(2)
 
 
-def ratios(weights: Sequence[torch.Tensor]) -> torch.Tensor:
-    """``||W_l||_2 / ||W_l||_F`` of every layer (a batch axis in front is kept)."""
-    out = []
-    for W in weights:
-        s = torch.linalg.svdvals(W)
-        out.append(s[..., 0] / s.norm(dim=-1))
-    return torch.stack(out, dim=-1)
-
-
 def certificate(weights: Sequence[torch.Tensor], q: float) -> float:
     """The AM-GM chain of Apps. D-E for a network with ``|N(x)| >= q`` at some ``||x|| <= 1``:
     ``mean_l r_l >= (prod_l r_l)^{1/k'} >= (q / prod_l ||W_l||_F)^{1/k'}``; returns the right end.
@@ -128,11 +105,3 @@ def bound_from_norm(q: float, sq_norm: float, k_prime: int) -> float:
     squared norm is at most ``sq_norm`` (AM-GM on the layer norms). With ``q = 1`` and the
     construction norms this is exactly the bound of Theorem 4 or 5."""
     return q ** (1 / k_prime) / math.sqrt(sq_norm / k_prime)
-
-
-def balance(weights: Sequence[torch.Tensor]) -> list[torch.Tensor]:
-    """Rescale layers to equal Frobenius norms (the geometric mean), keeping the function
-    (positive homogeneity of ReLU); Lemmas 14-15 say global optima are balanced."""
-    norms = [float(W.norm()) for W in weights]
-    g = math.exp(sum(math.log(n) for n in norms) / len(norms))
-    return [W * (g / n) for W, n in zip(weights, norms)]

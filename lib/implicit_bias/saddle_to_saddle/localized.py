@@ -4,8 +4,8 @@ it (integrated in float64) and the closed forms of Bantzis, Simon & Jacot's Sect
 Conventions. Rows are samples, as everywhere in the book: ``X`` is ``(N, d_in)`` and the
 network's outputs ``Y`` are ``(N, d_out)`` (the paper stores samples as columns; its ``Z_l`` is the
 transpose of ours, which changes no norm or singular value). Weights are lists ``W_1..W_L`` of
-shape ``(out, in)``, optionally stacked over leading axes (restarts), as in
-:func:`implicit_bias.models.layer_activations`. ``G = grad C(0)`` has the shape of ``Y``, and the
+shape ``(out, in)``, optionally stacked over leading axes (restarts): the networks of
+:mod:`implicit_bias.homogeneous`, whose ``outputs``, norms and KKT residuals are used here. ``G = grad C(0)`` has the shape of ``Y``, and the
 localized loss is ``L_0(theta) = sum_ij G_ij Y_ij = Tr[G^T Y_theta]``.
 
 Speeds. Definition 2.1 measures speeds on the sphere of radius ``sqrt(L)``:
@@ -21,7 +21,8 @@ from dataclasses import dataclass
 
 import torch
 
-from ..models import gaussian_weights, layer_activations
+from ..homogeneous import flatten, kkt_multipliers, layer_norms, outputs, squared_norm, unflatten
+from ..models import gaussian_weights
 
 Weights = list[torch.Tensor]
 
@@ -29,16 +30,6 @@ Weights = list[torch.Tensor]
 # --------------------------------------------------------------------------------------------
 # Parameters as lists of matrices
 # --------------------------------------------------------------------------------------------
-
-
-def squared_norm(weights: Sequence[torch.Tensor]) -> torch.Tensor:
-    """``||theta||^2 = sum_l ||W_l||_F^2`` (one value per stacked network)."""
-    return sum(W.pow(2).flatten(-2).sum(-1) for W in weights)
-
-
-def layer_norms(weights: Sequence[torch.Tensor]) -> torch.Tensor:
-    """Frobenius norm of every layer, last axis ``L``."""
-    return torch.stack([W.flatten(-2).norm(dim=-1) for W in weights], -1)
 
 
 def to_sphere(weights: Sequence[torch.Tensor], radius_sq: float | None = None) -> Weights:
@@ -49,29 +40,9 @@ def to_sphere(weights: Sequence[torch.Tensor], radius_sq: float | None = None) -
     return [W * scale[..., None, None] for W in weights]
 
 
-def flatten(weights: Sequence[torch.Tensor]) -> torch.Tensor:
-    """All parameters of each network as one vector (leading axes kept)."""
-    return torch.cat([W.flatten(-2) for W in weights], -1)
-
-
-def unflatten(theta: torch.Tensor, like: Sequence[torch.Tensor]) -> Weights:
-    """Inverse of :func:`flatten`, with the layer shapes of ``like``."""
-    out, i = [], 0
-    for W in like:
-        k = W.shape[-2] * W.shape[-1]
-        out.append(theta[..., i: i + k].reshape(*theta.shape[:-1], *W.shape[-2:]))
-        i += k
-    return out
-
-
 # --------------------------------------------------------------------------------------------
 # The localized loss
 # --------------------------------------------------------------------------------------------
-
-
-def outputs(weights: Sequence[torch.Tensor], X: torch.Tensor) -> torch.Tensor:
-    """``Y_theta`` of the bias-free ReLU network (rows are samples)."""
-    return layer_activations(weights, X)[0][-1]
 
 
 def localized_loss(weights: Sequence[torch.Tensor], X: torch.Tensor, G: torch.Tensor) -> torch.Tensor:
@@ -111,13 +82,19 @@ def random_directions(dims: Sequence[int], n: int | None = None, *, X: torch.Ten
 def kkt_residual(weights: Sequence[torch.Tensor], X: torch.Tensor, G: torch.Tensor) -> torch.Tensor:
     """How far ``rho`` (rescaled to the ``sqrt(L)``-sphere) is from an escape direction:
     ``||grad L_0(rho) + s rho|| / (s sqrt(L))`` with ``s = -L_0(rho)``; 0 exactly at an escape
-    direction (Definition 2.1), about 1 or more for a generic direction, ``inf`` if ``s <= 0``."""
+    direction (Definition 2.1), about 1 or more for a generic direction, ``inf`` if ``s <= 0``.
+
+    An escape direction is a KKT point of the max-margin problem with the single constraint
+    ``q(theta) = -L_0(theta) >= 1`` (``q`` is ``L``-homogeneous): ``rho = lambda grad q(rho)``,
+    where Euler's identity ``<rho, grad q(rho)> = L q(rho)`` fixes ``lambda = ||rho||^2 / (L s)
+    = 1 / s`` on the ``sqrt(L)``-sphere. So this is the toolkit's
+    :func:`~implicit_bias.homogeneous.kkt_multipliers` stationarity with that multiplier."""
     rho = to_sphere(weights)
     grads, value = localized_gradient(rho, X, G)
     s = -value
-    L = len(weights)
-    res = flatten([g + s[..., None, None] * W for g, W in zip(grads, rho)]).norm(dim=-1)
-    out = res / (s * math.sqrt(L))
+    lam = torch.where(s > 0, 1 / s, torch.zeros_like(s))
+    kkt = kkt_multipliers(flatten(rho), -flatten(grads).unsqueeze(-2), multipliers=lam.unsqueeze(-1))
+    out = kkt.stationarity.to(device=s.device, dtype=s.dtype)
     return torch.where(s > 0, out, torch.full_like(out, float("inf")))
 
 
