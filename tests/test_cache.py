@@ -89,6 +89,25 @@ def test_chapter_code_is_the_cells_run_so_far(monkeypatch: pytest.MonkeyPatch) -
     assert cache.chapter_code().endswith("z = 3")
 
 
+def test_chapter_imports_are_read_from_its_cells(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The library modules a chapter imports, from its cells (IPython's magics allowed, imports
+    inside functions counted); a cell that is not Python makes every module count."""
+    import IPython  # noqa: F401  (loaded, as in a kernel: magics are read as IPython reads them)
+
+    cells = ["from implicit_bias import spectra\nimport implicit_bias.bottleneck.training as tr",
+             "%time x = 1", "def f():\n    from implicit_bias.extrapolation import ocs\n    return ocs"]
+    assert cache.chapter_imports(cells) == {"implicit_bias.spectra", "implicit_bias.bottleneck.training",
+                                            "implicit_bias.extrapolation.ocs"}
+    assert cache.chapter_imports(cells + ["x = ("]) is None
+    monkeypatch.setattr(cache, "_chapter_cells", lambda: cells)
+    reached = cache.depends_on()
+    assert "implicit_bias.models" in reached  # through bottleneck.training
+    assert not any(m.startswith(("implicit_bias.invariances", "implicit_bias.book")) for m in reached)
+    monkeypatch.setattr(cache, "_chapter_cells", lambda: ["x = ("])
+    assert cache.depends_on() is None
+    assert cache.code_fingerprint()["library"] == cache._LIBRARY.fingerprint(cache._LIBRARY.files)
+
+
 LIBRARY_RUN = """
 import sys
 from implicit_bias import cache, spectra

@@ -50,6 +50,7 @@ computation resumes after the last stored segment. The folder is ``$IMPLICIT_BIA
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 import os
@@ -195,14 +196,24 @@ def _python_of(cell: str) -> str:
 def chapter_imports(cells: Sequence[str] | None = None) -> set[str] | None:
     """The library modules the chapter's code imports (default: :func:`_chapter_cells`); None when
     a cell does not parse (then the whole library counts)."""
-    known = _LIBRARY.graph()
+    known = frozenset(_LIBRARY.graph())
     found: set[str] = set()
     for cell in _chapter_cells() if cells is None else cells:
-        try:
-            found |= dependencies.imported_modules(_python_of(cell), None, known)
-        except SyntaxError:
+        imported = _cell_imports(cell, known)
+        if imported is None:
             return None
+        found |= imported
     return found
+
+
+@functools.lru_cache(maxsize=4096)
+def _cell_imports(cell: str, known: frozenset[str]) -> frozenset[str] | None:
+    """The modules among ``known`` one cell imports (None: it does not parse); each cell is read
+    once, however many results a chapter stores."""
+    try:
+        return frozenset(dependencies.imported_modules(_python_of(cell), None, known))
+    except SyntaxError:
+        return None
 
 
 def depends_on(compute: Callable[..., Any] | None = None, caller: str | None = None) -> list[str] | None:
