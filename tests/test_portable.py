@@ -16,20 +16,61 @@ AMD = {"aten": "AVX512", "mkl_cbwr": "AUTO", "machine": "x86_64"}
 
 def test_tests_step_away_from_the_committed_kernels() -> None:
     levels = ["AVX512", "AVX2", "DEFAULT"]
-    # committed with AVX-512 and MKL's own path: the tests use AVX2 and a fixed MKL branch
-    assert portable.other_kernels_env([AMD], levels, "x86_64") == {"ATEN_CPU_CAPABILITY": "avx2",
-                                                                  "MKL_CBWR": "AVX2"}
+    # committed with AVX-512 and MKL's own path: the tests use AVX2, a fixed MKL branch, and
+    # oneDNN (the convolutions) capped at AVX2
+    assert portable.other_kernels_env([AMD], levels, "x86_64") == {
+        "ATEN_CPU_CAPABILITY": "avx2", "MKL_CBWR": "AVX2", "ONEDNN_MAX_CPU_ISA": "AVX2"}
     # committed on an AVX2 machine: this AVX-512 machine's own ATen kernels already differ
     avx2 = {**AMD, "aten": "AVX2"}
-    assert portable.other_kernels_env([avx2], levels, "x86_64") == {"MKL_CBWR": "AVX2"}
+    assert portable.other_kernels_env([avx2], levels, "x86_64") == {"MKL_CBWR": "AVX2",
+                                                                   "ONEDNN_MAX_CPU_ISA": "AVX"}
     # committed with MKL_CBWR=AVX2 (e.g. by a test environment): MKL's own path differs from it
     assert portable.other_kernels_env([{**AMD, "mkl_cbwr": "AVX2"}], levels, "x86_64") == {
-        "ATEN_CPU_CAPABILITY": "avx2"}
+        "ATEN_CPU_CAPABILITY": "avx2", "ONEDNN_MAX_CPU_ISA": "AVX2"}
     # an AVX2-only machine reading AVX2 notebooks falls back to the generic kernels
     assert portable.other_kernels_env([avx2], ["AVX2", "DEFAULT"], "x86_64")["ATEN_CPU_CAPABILITY"] == "default"
-    # ARM: no MKL; nothing recorded: nothing to differ from
-    assert "MKL_CBWR" not in portable.other_kernels_env([AMD], ["DEFAULT"], "aarch64")
+    # ARM: no MKL, no x86 oneDNN; nothing recorded: nothing to differ from
+    assert not {"MKL_CBWR", "ONEDNN_MAX_CPU_ISA"} & set(portable.other_kernels_env([AMD], ["DEFAULT"], "aarch64"))
     assert portable.other_kernels_env([], levels, "x86_64") == {}
+
+
+def test_onednn_steps_down_with_the_committed_aten_level() -> None:
+    """oneDNN is capped one instruction set below the one that goes with the narrowest committed
+    ATen level, skipping caps the notebooks recorded; a notebook without the field (executed before
+    oneDNN was recorded) counts as oneDNN's own choice."""
+    cap = portable.onednn_cap
+    assert cap([AMD]) == "AVX2"
+    assert cap([{**AMD, "aten": "AVX2"}]) == "AVX"
+    assert cap([{**AMD, "aten": "DEFAULT"}]) == "SSE41"
+    assert cap([AMD, {**AMD, "aten": "AVX2"}]) == "AVX"  # below the narrowest of them
+    assert cap([{**AMD, "onednn": "ALL"}]) == "AVX2"  # recorded as oneDNN's own choice
+    assert cap([{**AMD, "onednn": "AVX2"}]) == "AVX"  # committed with that cap already: one more down
+    assert cap([{**AMD, "aten": "DEFAULT", "onednn": "SSE41"}]) is None  # nothing narrower is left
+    assert cap([{**AMD, "aten": "SVE256"}]) is None and cap([]) is None  # not an x86 level
+
+
+def test_onednn_cap_is_recorded_and_a_users_cap_is_kept(tmp_path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("ONEDNN_MAX_CPU_ISA", raising=False)
+    monkeypatch.delenv("DNNL_MAX_CPU_ISA", raising=False)
+    monkeypatch.delenv(portable.OPT_OUT_ENV, raising=False)
+    assert portable.kernel_signature()["onednn"] == "ALL"
+    monkeypatch.setenv("ONEDNN_MAX_CPU_ISA", "avx2")
+    sig = portable.kernel_signature()
+    assert sig["onednn"] == "AVX2" and set(sig) == {"aten", "mkl_cbwr", "onednn", "machine"}
+    nb = nbformat.v4.new_notebook()
+    portable.record_kernels(nb)
+    (tmp_path / "chapters").mkdir()
+    nbformat.write(nb, tmp_path / "chapters" / "a.ipynb")
+    assert portable.committed_kernels([tmp_path / "chapters" / "a.ipynb"]) == [sig]
+    # the tests' choice yields to a cap the user set, under either of oneDNN's names
+    monkeypatch.setattr(portable, "other_kernels_env", lambda committed, available: {
+        "ONEDNN_MAX_CPU_ISA": portable.onednn_cap(committed) or "none left"})
+    assert portable.test_kernels_env(tmp_path) == {}  # ONEDNN_MAX_CPU_ISA is set (to avx2)
+    monkeypatch.delenv("ONEDNN_MAX_CPU_ISA")
+    expected = portable.onednn_cap([sig])
+    assert portable.test_kernels_env(tmp_path) == {"ONEDNN_MAX_CPU_ISA": expected}
+    monkeypatch.setenv("DNNL_MAX_CPU_ISA", "SSE41")
+    assert portable.test_kernels_env(tmp_path) == {}
 
 
 def test_kernels_are_read_from_committed_notebooks(tmp_path) -> None:

@@ -88,6 +88,9 @@ def test_make_execute_passes_profile_params_and_all_through():
     assert "--all-matching" in cmd and "--out-dir _build/x" in cmd
     cmd = book_command(make_n("book", "PROFILE=full", "PARAMS=-p seed 1"), "book")
     assert "--profile full" in cmd and "-p seed 1" in cmd
+    assert "--yes" not in cmd  # without a GPU, such a run stops at its estimate: CONFIRM=1 goes ahead
+    assert book_command(make_n("book", "PROFILE=full", "CONFIRM=1"), "book").endswith(" --yes")
+    assert book_command(make_n("execute", "CHAPTER=02", "PROFILE=full", "CONFIRM=1"), "execute").endswith(" --yes")
     cmd = book_command(make_n("lab", "PORT=8899", "BROWSER=no"), "lab")
     assert cmd.endswith("lab --port 8899 --no-browser")
     assert "--no-browser" not in book_command(make_n("lab"), "lab")

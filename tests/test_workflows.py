@@ -346,14 +346,14 @@ def _job_summary(tmp_path: Path, log: str) -> str:
 
 def _printed_outcomes(capsys: pytest.CaptureFixture[str]) -> str:
     """The lines the book CLI prints per chapter, for two parts, one chapter failed."""
-    from implicit_bias.book.execute import Outcome, _print_outcome
+    from implicit_bias.book.common import Outcome, print_outcome
 
     for chapter, ok, seconds in (
         ("invariances/01_conserved_quantities.py", True, 12.4),
         ("invariances/02_paths_and_trees.py", False, 3.0),
         ("rank_minimization/01_two_points_two_neurons.py", True, 1234.0),
     ):
-        _print_outcome(Outcome(f"chapters/{chapter}", "out.ipynb", ok, seconds))
+        print_outcome(Outcome(f"chapters/{chapter}", "out.ipynb", ok, seconds))
     return (
         "staging the book in _build/full/src\n" + capsys.readouterr().out + "\nsite: index.html\n"
     )

@@ -5,6 +5,7 @@
                      declares (parameters, profiles), .py/.ipynb pairing and its guard
 - :mod:`.params`     checking a run's profile and parameters before any kernel starts
 - :mod:`.execute`    papermill execution, parallel jobs, failure reports
+- :mod:`.common`     what several of these share (a task, its outcome, the failure-page key)
 - :mod:`.estimate`   the run-time estimate printed before a ``full`` run without a GPU
 - :mod:`.report`     the generated pages: reproduction report, errata; claims of a seed folder
 - :mod:`.site`       staging, failed chapters' pages, the banner and the strict Jupyter Book build

@@ -112,22 +112,48 @@ def _checked(args: argparse.Namespace, chapters: Sequence[Path]) -> tuple[str, d
 
 
 def _warn_without_gpu(profile: str, chapters: Sequence[Path], jobs: int,
-                      per_chapter: dict[Path, dict[str, Any]], executor: Any = None) -> None:
+                      per_chapter: dict[Path, dict[str, Any]], executor: Any = None,
+                      confirmed: bool = False) -> bool:
+    """Whether the run may start. A profile other than ``ci`` on a machine without a GPU (and not
+    on the CPU by ``-p device cpu``, nor on a cluster) prints what it would cost; it starts only
+    when ``confirmed`` (``--yes``, ``make ... CONFIRM=1``), else says how to go ahead."""
     if profile == "ci" or all(p.get("device") == "cpu" for p in per_chapter.values() if p):
-        return
+        return True
     if executor is not None:  # the chapters run on the cluster's nodes, not here
-        return
+        return True
     import torch
 
     if torch.cuda.is_available():
-        return
+        return True
     print(no_gpu_warning(chapters, profile, jobs), flush=True)
-    if sys.stdout.isatty():
-        print("Starting in 10 s (Ctrl-C to stop).", flush=True)
-        time.sleep(10)
+    if confirmed:
+        return True
+    fail(f"profile {profile!r} without a GPU needs a confirmation: nothing was executed. To run it "
+         "on this CPU anyway (the estimate above), add CONFIRM=1 to the make command (on the "
+         "command line: --yes)")
+    return False
+
+
+def _unwritable(folder: Path) -> str | None:
+    """Why ``folder`` cannot be created and written to, or None if it can; the check leaves
+    nothing behind (a folder made and removed in its nearest existing parent)."""
+    existing = folder
+    while not existing.exists() and existing != existing.parent:
+        existing = existing.parent
+    if not existing.is_dir():
+        return f"{existing} is a file, not a folder"
+    try:
+        tempfile.TemporaryDirectory(dir=existing).cleanup()
+    except OSError as err:
+        return f"nothing can be created in {existing} ({err.strerror or err})"
+    return None
 
 
 def cmd_execute(args: argparse.Namespace) -> int:
+    if args.output and args.out_dir:
+        return fail("--output FILE and --out-dir DIR both given: --output writes one chapter's notebook "
+                    "to FILE, --out-dir writes every chapter's under DIR; pass one of them. "
+                    "nothing was executed.")
     chapters = resolve_chapters(args.chapters, args.all_matching)
     profile, per_chapter = _checked(args, chapters)
     in_place = args.output is None and args.out_dir is None
@@ -144,6 +170,12 @@ def cmd_execute(args: argparse.Namespace) -> int:
             f"PARAMS=\"-p NAME VALUE\" into _build/runs/)")
     if args.output and len(chapters) != 1:
         return fail("--output takes exactly one chapter; use --out-dir for several")
+    if not in_place:
+        target = Path(args.output).resolve().parent if args.output else Path(args.out_dir).resolve()
+        why = _unwritable(target)
+        if why is not None:
+            return fail(f"{'--output' if args.output else '--out-dir'} {args.output or args.out_dir}: "
+                        f"{why}; choose a folder that can be written (make: OUT=dir). nothing was executed.")
     executor = executors.from_args(args, profile)
     _use_budget(args)
     if in_place:  # the notebooks are written: never over edits made in them (checked for all first)
@@ -162,7 +194,8 @@ def cmd_execute(args: argparse.Namespace) -> int:
         else:
             out = Path(args.out_dir).resolve() / py.relative_to(ROOT).with_suffix(".ipynb")
         jobs.append((py, out))
-    _warn_without_gpu(profile, chapters, args.jobs, per_chapter, executor)
+    if not _warn_without_gpu(profile, chapters, args.jobs, per_chapter, executor, args.yes):
+        return 2
     log_dir = ROOT / "_build" / "logs"
     distinct = {repr(p) for p in per_chapter.values()}
     shown = next(iter(distinct)) if len(distinct) == 1 else "per chapter (see above)"
@@ -202,7 +235,8 @@ def cmd_book(args: argparse.Namespace) -> int:
     stage = out_root / "src"
     executor = executors.from_args(args, profile)
     _use_budget(args)
-    _warn_without_gpu(profile, chapters, args.jobs, per_chapter, executor)
+    if not _warn_without_gpu(profile, chapters, args.jobs, per_chapter, executor, args.yes):
+        return 2
     print(f"staging the book in {relative(stage)}")
     # the site and the logs of an earlier build must not linger (a stale site looks like a result,
     # a stale traceback like a failure)
@@ -401,6 +435,16 @@ def _positive(text: str) -> int:
     return value
 
 
+def _port(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a port number (1-65535), got {text!r}")
+    if not 1 <= value <= 65535:
+        raise argparse.ArgumentTypeError(f"expected a port number (1-65535), got {value}")
+    return value
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m implicit_bias.book", description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -429,6 +473,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         p.add_argument("--budget", type=_budget, default=None, metavar="K",
                        help="multiply every step, epoch and warm-up count of the profile by K >= 1 "
                             "(IMPLICIT_BIAS_BUDGET; make: BUDGET=K)")
+        p.add_argument("--yes", action="store_true",
+                       help="run a profile other than ci on a machine without a GPU (make: CONFIRM=1); "
+                            "without it such a run stops after printing its estimated cost")
         executors.add_options(p)
 
     p = sub.add_parser("execute", help="execute chapters (in place: profile ci, default parameters)")
@@ -496,7 +543,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     p.set_defaults(func=cmd_build_page)
 
     p = sub.add_parser("lab", help="JupyterLab in the book's root, with the project's kernel")
-    p.add_argument("--port", type=int, default=None,
+    p.add_argument("--port", type=_port, default=None,
                    help="port to listen on (make lab PORT=N; default: 8888, or the next free one)")
     p.add_argument("--token", default=None, help="access token (default: JupyterLab makes one)")
     p.add_argument("--no-browser", action="store_true",

@@ -15,41 +15,12 @@ import time
 import traceback
 from collections.abc import Iterable, Mapping
 from concurrent.futures import ProcessPoolExecutor, as_completed
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from .common import Outcome, Task, print_outcome
 from .portable import record_kernels
 from .sources import relative, strip_volatile, synced_notebook
-
-
-@dataclass
-class Outcome:
-    """Result of executing one chapter.
-
-    ``failed_cell`` is the execution count of the failing cell (as Jupyter shows it, ``[n]``),
-    ``cell_index`` its position among the chapter's code cells (1-based) and ``cell_line`` its
-    first line; all None when the run failed before any cell ran.
-    """
-
-    chapter: str
-    output: str
-    ok: bool
-    seconds: float
-    failed_cell: int | None = None
-    error: str = ""
-    log: str | None = None
-    cell_index: int | None = None
-    n_cells: int | None = None
-    cell_line: str = ""
-    more: str = ""  # the error message's lines after the first (what to do, e.g. allow_fallback)
-
-    def where(self) -> str:
-        """Where the run failed, for messages: ``cell 4 of 21 ([4] starts 'x = f(y)')``."""
-        if self.cell_index is None:
-            return "before any cell ran"
-        count = f"[{self.failed_cell}] " if self.failed_cell is not None else ""
-        return f"code cell {self.cell_index} of {self.n_cells} ({count}starts {self.cell_line!r})"
 
 
 def _kernel_manager_logging_to(log_path: Path) -> type:
@@ -200,8 +171,6 @@ def execute_many(jobs: list[tuple[Path, Path]], parameters: dict[str, Any], log_
         return dict(per_chapter[py]) if per_chapter is not None and py in per_chapter else parameters
 
     if executor is not None:
-        from .executors import Task
-
         return executor.run([Task(py, out, params_of(py), log_dir) for py, out in jobs],
                             strip=strip, timeout=timeout)
 
@@ -213,7 +182,7 @@ def execute_many(jobs: list[tuple[Path, Path]], parameters: dict[str, Any], log_
         for py, out in jobs:
             bar.set_postfix_str(py.stem)
             outcomes.append(execute_one(str(py), str(out), params_of(py), str(log_dir), None, strip, timeout))
-            _print_outcome(outcomes[-1])
+            print_outcome(outcomes[-1])
             bar.update()
     else:
         with ProcessPoolExecutor(max_workers=n_jobs) as pool:
@@ -224,7 +193,7 @@ def execute_many(jobs: list[tuple[Path, Path]], parameters: dict[str, Any], log_
             ]
             for fut in as_completed(futures):
                 outcomes.append(fut.result())
-                _print_outcome(outcomes[-1])
+                print_outcome(outcomes[-1])
                 bar.update()
     bar.close()
     order = {relative(py): i for i, (py, _) in enumerate(jobs)}
@@ -241,11 +210,6 @@ def _gpu_ids() -> list[str]:
         return [str(i) for i in range(torch.cuda.device_count())]
     except Exception:
         return []
-
-
-def _print_outcome(o: Outcome) -> None:
-    status = "ok" if o.ok else "FAILED"
-    print(f"  {status:6s} {o.chapter}  ({o.seconds:.0f} s)", flush=True)
 
 
 def print_failures(outcomes: Iterable[Outcome]) -> int:

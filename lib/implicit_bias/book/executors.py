@@ -61,7 +61,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from .execute import Outcome, _print_outcome, execute_one
+from .common import Outcome, Task, print_outcome
+from .execute import execute_one
 from .sources import ROOT, relative
 
 EXECUTORS = ("local", "slurm")
@@ -79,17 +80,6 @@ class ExecutorError(Exception):
 
 
 # --------------------------------------------------------------------------- tasks and "current"
-
-
-@dataclass(frozen=True)
-class Task:
-    """One chapter to execute: its source, where the executed notebook goes, its parameters,
-    and the folder of its failure logs."""
-
-    py: Path
-    out: Path
-    params: dict[str, Any]
-    log_dir: Path
 
 
 def inputs_hash(py: Path, params: Mapping[str, Any]) -> str:
@@ -535,7 +525,7 @@ class SlurmExecutor:
                         print(f"  {'ok' if o.ok else 'FAILED':6s} {o.chapter}  ({o.seconds:.0f} s)"
                               f"{self._labels[i]}", flush=True)
                     else:
-                        _print_outcome(outcomes[i])
+                        print_outcome(outcomes[i])
                     bar.update()
             if any(i not in outcomes for i in jobs):
                 time.sleep(self.poll)

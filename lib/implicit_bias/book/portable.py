@@ -12,8 +12,11 @@ tolerance. Two pieces keep that promise honest:
 2. **Every test run is a run on another machine.** :func:`execute_one <.execute.execute_one>`
    records, in each committed notebook's metadata, the CPU kernels that wrote it
    (:func:`kernel_signature`). The test suite then runs with other kernels
-   (:func:`other_kernels_env`): another ATen vector width and another MKL code path. A claim whose
-   verdict depends on the CPU then fails CI where it was introduced, not on a reader's laptop.
+   (:func:`other_kernels_env`): another ATen vector width, another MKL code path, and a narrower
+   instruction set for oneDNN, which computes the convolutions and which ATen's setting does not
+   reach. A claim whose verdict depends on the CPU then fails CI where it was introduced, not on a
+   reader's laptop. (Notebooks executed before oneDNN was recorded lack its field ``onednn``; the
+   readers of the metadata take that as oneDNN's own choice, ``ALL``.)
 """
 
 from __future__ import annotations
@@ -36,16 +39,25 @@ ATEN_LEVELS = ("AVX512", "AVX2", "DEFAULT")
 # branch gives the same bits on every CPU that supports it (MKL's conditional reproducibility), and
 # differs from AUTO. AVX2 costs nothing on a modern x86 CPU; COMPATIBLE (SSE2) about 1.5x.
 MKL_BRANCHES = ("AVX2", "AUTO", "COMPATIBLE")
+# oneDNN's instruction sets (ONEDNN_MAX_CPU_ISA takes these names), widest first; "ALL" is oneDNN's
+# own choice for the CPU (the variable unset). A committing machine's oneDNN ran at the set that
+# goes with its ATen level (or wider: AVX512 machines may have AMX); the tests cap oneDNN one set
+# below that of the narrowest committed ATen level: AVX512 -> AVX2, AVX2 -> AVX, DEFAULT -> SSE41.
+ONEDNN_ISAS = ("AVX512_CORE", "AVX2", "AVX", "SSE41")
+ONEDNN_OF_ATEN = {"AVX512": "AVX512_CORE", "AVX2": "AVX2", "DEFAULT": "AVX"}
+ONEDNN_ENV, ONEDNN_OLD_ENV = "ONEDNN_MAX_CPU_ISA", "DNNL_MAX_CPU_ISA"  # oneDNN reads either
 OPT_OUT_ENV = "IMPLICIT_BIAS_TEST_KERNELS"  # "native": run the tests on this machine's own kernels
 
 
 def kernel_signature() -> dict[str, str]:
     """The CPU kernels this process computes with: ATen's vector width (as torch reports it, after
-    ``ATEN_CPU_CAPABILITY``), MKL's code path (``MKL_CBWR``, "AUTO" when unset) and the machine."""
+    ``ATEN_CPU_CAPABILITY``), MKL's code path (``MKL_CBWR``, "AUTO" when unset), oneDNN's widest
+    instruction set (``ONEDNN_MAX_CPU_ISA``, "ALL" when unset) and the machine."""
     import torch
 
     return {"aten": torch.backends.cpu.get_cpu_capability().upper(),
             "mkl_cbwr": (os.environ.get("MKL_CBWR") or "AUTO").upper(),
+            "onednn": (os.environ.get(ONEDNN_ENV) or os.environ.get(ONEDNN_OLD_ENV) or "ALL").upper(),
             "machine": platform.machine()}
 
 
@@ -94,8 +106,9 @@ def available_aten_levels() -> list[str]:
 def other_kernels_env(committed: Sequence[Mapping[str, str]], available: Sequence[str],
                       machine: str | None = None) -> dict[str, str]:
     """Environment variables that make this machine compute with kernels none of the committed
-    notebooks was written with: the fastest ATen level not among theirs, and the first MKL branch
-    not among theirs (MKL only on x86). Empty when nothing was recorded (nothing to differ from)."""
+    notebooks was written with: the fastest ATen level not among theirs, the first MKL branch not
+    among theirs, and oneDNN capped below their ATen levels (:func:`onednn_cap`; MKL and oneDNN
+    only on x86). Empty when nothing was recorded (nothing to differ from)."""
     if not committed:
         return {}
     env: dict[str, str] = {}
@@ -109,7 +122,24 @@ def other_kernels_env(committed: Sequence[Mapping[str, str]], available: Sequenc
         branch = next((b for b in MKL_BRANCHES if b not in used_mkl), None)
         if branch is not None and branch != "AUTO":
             env["MKL_CBWR"] = branch
+        cap = onednn_cap(committed)
+        if cap is not None:
+            env[ONEDNN_ENV] = cap
     return env
+
+
+def onednn_cap(committed: Sequence[Mapping[str, str]]) -> str | None:
+    """oneDNN's instruction set for the tests (``ONEDNN_MAX_CPU_ISA``): one below the set that goes
+    with the narrowest ATen level of the committed notebooks (:data:`ONEDNN_OF_ATEN`), and not a cap
+    they recorded themselves (a notebook without the field ``onednn`` ran with oneDNN's own
+    choice). None when no narrower set is left."""
+    levels = [c.get("aten", "").upper() for c in committed]
+    known = [lvl for lvl in ATEN_LEVELS if lvl in levels]
+    if not known:
+        return None
+    used = {c.get("onednn", "ALL").upper() for c in committed}
+    start = ONEDNN_ISAS.index(ONEDNN_OF_ATEN[known[-1]]) + 1
+    return next((isa for isa in ONEDNN_ISAS[start:] if isa not in used), None)
 
 
 def test_kernels_env(root: Path) -> dict[str, str]:
@@ -119,6 +149,8 @@ def test_kernels_env(root: Path) -> dict[str, str]:
         return {}
     committed = committed_kernels(sorted((root / "chapters").rglob("*.ipynb")))
     env = other_kernels_env(committed, available_aten_levels())
+    if ONEDNN_OLD_ENV in os.environ:  # the user's cap, under oneDNN's older name, stays
+        env.pop(ONEDNN_ENV, None)
     return {k: v for k, v in env.items() if k not in os.environ}
 
 

@@ -12,6 +12,7 @@ from typing import Any
 
 from ..claims import Claim
 from . import scorecards
+from .common import FAILED_KEY, literal_or_text
 from .sources import ROOT, all_chapters
 
 
@@ -33,15 +34,6 @@ def read_glued(nb_path: Path) -> dict[str, Any]:
                 value = json.loads(value)
             found[name] = value
     return found
-
-
-def literal_or_text(text: str) -> Any:
-    import ast
-
-    try:
-        return ast.literal_eval(text)
-    except (ValueError, SyntaxError):
-        return text
 
 
 def chapter_title(nb_path: Path) -> str:
@@ -111,8 +103,6 @@ def collect_ledgers(source_root: Path, chapters: Sequence[Path]) -> list[Chapter
 def _failure(nb_path: Path) -> dict[str, str] | None:
     """The failure record of a failed chapter's page (see :func:`.site.failure_page`), or None."""
     import nbformat
-
-    from .site import FAILED_KEY
 
     meta = nbformat.read(nb_path, as_version=4).metadata.get(FAILED_KEY, {})
     return meta.get("failed")

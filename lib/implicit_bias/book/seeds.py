@@ -65,7 +65,7 @@ def run_sweep(seeds: Sequence[int], chapters: Sequence[Path], jobs: int = 1,
     is one job of a single job array."""
     failed: dict[int, list[str]] = {}
     if executor is not None:
-        from .executors import Task
+        from .common import Task
 
         swept = [s for s in seeds if s != 0]
         tasks = [Task(py, seed_folder(s) / py.relative_to(ROOT).with_suffix(".ipynb"), {"seed": s},

@@ -11,6 +11,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from .common import FAILED_KEY, literal_or_text
 from .sources import ROOT, notebook_from_source, relative
 
 # The book's Sphinx extension (cross-reference text, figure numbers per page, author-year
@@ -93,7 +94,6 @@ def refresh_ledger_html(nb: Any, chapter: str) -> bool:
     import json
 
     from ..claims import GLUE_KEY, Claim, Ledger
-    from .report import literal_or_text
 
     changed = False
     for cell in nb.cells:
@@ -125,7 +125,6 @@ def refresh_ledger_html(nb: Any, chapter: str) -> bool:
 
 # --------------------------------------------------------------------------- pages of failed chapters
 
-FAILED_KEY = "implicit_bias"  # notebook metadata of a failure page: {"failed": {...}}
 _GLUE_ROLE = re.compile(r"\{glue(?::[\w-]+)?\}`[^`]*`")
 _GLUE_FENCE = re.compile(r"^(?P<fence>`{3,}|:{3,})\{glue(?::[\w-]+)?\}")
 

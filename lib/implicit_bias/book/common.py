@@ -1,0 +1,69 @@
+"""What several modules of the book's machinery share, kept here so that none of them imports
+another that imports it back: a chapter to execute (:class:`Task`) and the result of executing it
+(:class:`Outcome`, :func:`print_outcome`), used by :mod:`.execute` and :mod:`.executors`; the
+metadata key of a failed chapter's page (:data:`FAILED_KEY`) and the reader of glued values
+(:func:`literal_or_text`), used by :mod:`.report` and :mod:`.site`."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+FAILED_KEY = "implicit_bias"  # notebook metadata of a failure page: {"failed": {...}}
+
+
+@dataclass(frozen=True)
+class Task:
+    """One chapter to execute: its source, where the executed notebook goes, its parameters,
+    and the folder of its failure logs."""
+
+    py: Path
+    out: Path
+    params: dict[str, Any]
+    log_dir: Path
+
+
+@dataclass
+class Outcome:
+    """Result of executing one chapter.
+
+    ``failed_cell`` is the execution count of the failing cell (as Jupyter shows it, ``[n]``),
+    ``cell_index`` its position among the chapter's code cells (1-based) and ``cell_line`` its
+    first line; all None when the run failed before any cell ran.
+    """
+
+    chapter: str
+    output: str
+    ok: bool
+    seconds: float
+    failed_cell: int | None = None
+    error: str = ""
+    log: str | None = None
+    cell_index: int | None = None
+    n_cells: int | None = None
+    cell_line: str = ""
+    more: str = ""  # the error message's lines after the first (what to do, e.g. allow_fallback)
+
+    def where(self) -> str:
+        """Where the run failed, for messages: ``cell 4 of 21 ([4] starts 'x = f(y)')``."""
+        if self.cell_index is None:
+            return "before any cell ran"
+        count = f"[{self.failed_cell}] " if self.failed_cell is not None else ""
+        return f"code cell {self.cell_index} of {self.n_cells} ({count}starts {self.cell_line!r})"
+
+
+def print_outcome(o: Outcome) -> None:
+    """The line a chapter's end prints: ``ok``/``FAILED``, the chapter, its seconds."""
+    status = "ok" if o.ok else "FAILED"
+    print(f"  {status:6s} {o.chapter}  ({o.seconds:.0f} s)", flush=True)
+
+
+def literal_or_text(text: str) -> Any:
+    """``text`` read as a Python literal (a glued value, a ``-p`` parameter), else the text itself."""
+    import ast
+
+    try:
+        return ast.literal_eval(text)
+    except (ValueError, SyntaxError):
+        return text
