@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from implicit_bias.book import budgets
+from implicit_bias.book import budget_table, budgets
 from implicit_bias.runtime import budget_keys
 
 
@@ -27,11 +27,11 @@ def test_verdict_changes_compares_each_run_with_x1_on_its_seed() -> None:
     entry = {"runs": {"x3/seed0": _run(a=("PASS", "1"), b=("PASS", "2")),
                       "x3/seed1": _run(a=("PASS", "1"), b=("PASS", "2")),  # a: FAIL -> PASS on seed 1
                       "x10/seed0": _run(a=("PASS", "1"), b=("FAIL", "0"))}}
-    assert budgets.verdict_changes(entry, seed_entry) == {"a": ["x3/seed1"], "b": ["x10/seed0"]}
+    assert budget_table.verdict_changes(entry, seed_entry) == {"a": ["x3/seed1"], "b": ["x10/seed0"]}
     # a claim missing at a budget counts as changed; a failed run is not read
     entry["runs"]["x3/seed0"] = _run(a=("PASS", "1"))
     entry["runs"]["x3/seed1"] = {"ok": False, "claims": {}}
-    assert budgets.verdict_changes(entry, seed_entry) == {"b": ["x3/seed0", "x10/seed0"]}
+    assert budget_table.verdict_changes(entry, seed_entry) == {"b": ["x3/seed0", "x10/seed0"]}
 
 
 def test_pending_resumes_and_reruns_changed_sources(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -53,18 +53,18 @@ def test_pending_resumes_and_reruns_changed_sources(tmp_path: Path, monkeypatch:
 
 
 def test_render_chapter_marks_changes_and_pages_without_budget(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(budgets, "is_current", lambda chapter, entry: True)
+    monkeypatch.setattr(budget_table, "is_current", lambda chapter, entry: True)
     seed_entry = {"claims": {"a": {"runs": {"0": {"verdict": "PASS", "measured": "0.9"},
                                             "1": {"verdict": "PASS", "measured": "0.8"}}}}}
     entry = {"budget_keys": ["steps"], "runs": {"x3/seed0": _run(a=("FAIL", "0.4"))}}
-    lines, flips = budgets.render_chapter("chapters/p/x", entry, seed_entry)
+    lines, flips = budget_table.render_chapter("chapters/p/x", entry, seed_entry)
     assert flips == {"a": ["x3/seed0"]}
     row = next(ln for ln in lines if ln.startswith("| `a`"))
     assert "PASS 0.9" in row and "FAIL 0.4" in row and "⚑" in row
     assert "not yet run: x3/seed1, x10/seed0" in lines[0]
-    lines, flips = budgets.render_chapter("chapters/p/x", {"budget_keys": [], "runs": {}}, seed_entry)
+    lines, flips = budget_table.render_chapter("chapters/p/x", {"budget_keys": [], "runs": {}}, seed_entry)
     assert "no step, epoch or iteration count" in lines[0] and flips == {}
-    summary = budgets.render_summary({"chapters": {"chapters/p/x": entry}},
+    summary = budget_table.render_summary({"chapters": {"chapters/p/x": entry}},
                                      [("chapters/p/x", "a", ["x3/seed0"], "supports")], {"chapters": {}})
     assert "**1 verdict(s) change with the budget** (1 of them" in summary
 

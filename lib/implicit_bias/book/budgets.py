@@ -27,24 +27,10 @@ from pathlib import Path
 from typing import Any
 
 from ..runtime import BUDGET_ENV, budget_keys
+from .budget_table import (RUNS, SWEEP_PATH, load, run_folder, run_name, source_digest,  # noqa: F401
+                           verdict_changes)
 from .sources import ROOT, all_chapters, profile_settings, relative
 
-SWEEP_PATH = Path("book") / "data" / "budget_sweep.json"
-# (budget multiplier, seed): x3 on seeds 0 and 1, x10 on seed 0
-RUNS: tuple[tuple[int, int], ...] = ((3, 0), (3, 1), (10, 0))
-
-
-def run_name(k: int, seed: int) -> str:
-    return f"x{k}/seed{seed}"
-
-
-def run_folder(k: int, seed: int) -> Path:
-    return ROOT / "_build" / "budgets" / f"x{k}" / f"seed{seed}"
-
-
-def source_digest(py: Path) -> str:
-    """SHA-256 (16 hex digits) of a chapter's source: a changed page is swept again."""
-    return hashlib.sha256(Path(py).read_bytes()).hexdigest()[:16]
 
 
 def chapter_budget(py: Path) -> list[str]:
@@ -56,13 +42,6 @@ def chapter_budget(py: Path) -> list[str]:
     if settings is None:
         return ["(not parsed)"]
     return budget_keys(settings)
-
-
-def load(root: Path = ROOT) -> dict[str, Any]:
-    path = root / SWEEP_PATH
-    if path.exists():
-        return json.loads(path.read_text())
-    return {"runs": [run_name(k, s) for k, s in RUNS], "chapters": {}}
 
 
 def save(data: dict[str, Any], root: Path = ROOT) -> None:
@@ -185,23 +164,6 @@ def write_page(root: Path = ROOT) -> None:
         seeds.write(json.loads(path.read_text()), root)
 
 
-def verdict_changes(entry: dict[str, Any], seed_entry: dict[str, Any] | None) -> dict[str, list[str]]:
-    """Per claim id: the runs (``x3/seed0``, ...) whose verdict differs from the x1 run on the same
-    seed (the seed sweep's), or where the claim is missing."""
-    out: dict[str, list[str]] = {}
-    x1 = {cid: row.get("runs", {}) for cid, row in (seed_entry or {}).get("claims", {}).items()}
-    for k, seed in RUNS:
-        run = entry.get("runs", {}).get(run_name(k, seed))
-        if not run or not run.get("ok"):
-            continue
-        for cid, base in x1.items():
-            ref = base.get(str(seed), {}).get("verdict")
-            got = run["claims"].get(cid, {}).get("verdict")
-            if ref is not None and got != ref:
-                out.setdefault(cid, []).append(run_name(k, seed))
-    return out
-
-
 def staleness(root: Path = ROOT, chapters: Sequence[Path] | None = None) -> tuple[list[str], list[str]]:
     """``(problems, to do)``. Problems: runs of the current source whose claim ids differ from the
     committed notebook's (the sweep and the page disagree). To do: chapters with a budget whose runs
@@ -309,87 +271,3 @@ def cmd_budgets(args: Any) -> int:
     return 1 if problems else 0
 
 
-def is_current(chapter: str, entry: dict[str, Any], root: Path = ROOT) -> bool:
-    """Whether a chapter's budget runs were made on its current source."""
-    py = root / f"{chapter}.py"
-    return py.exists() and entry.get("source") == source_digest(py)
-
-
-def _cell(run: dict[str, Any] | None, cid: str) -> str:
-    if run is None:
-        return "·"
-    if not run.get("ok"):
-        return "failed"
-    row = run.get("claims", {}).get(cid)
-    if row is None:
-        return "absent"
-    return f"{row['verdict']} {row['measured']}".replace("|", "\\|")
-
-
-def render_chapter(chapter: str, entry: dict[str, Any] | None, seed_entry: dict[str, Any]
-                   ) -> tuple[list[str], dict[str, list[str]]]:
-    """The budget table of one chapter's section and its verdicts that change (claim -> runs)."""
-    if entry is None:
-        return ([f"*Budget:* not swept yet (`make budgets CHAPTER={chapter}.py`).", ""], {})
-    if not is_current(chapter, entry):
-        return ([f"*Budget:* swept on an earlier version of this page; not swept since "
-                 f"(`make budgets CHAPTER={chapter}.py`).", ""], {})
-    keys = entry.get("budget_keys") or []
-    if not keys:
-        return (["*Budget:* this page has no step, epoch or iteration count to scale (closed-form "
-                 "computations, or gradient-flow times that are part of what it states).", ""], {})
-    runs = entry.get("runs", {})
-    done = [run_name(k, s) for k, s in RUNS if run_name(k, s) in runs]
-    lines = [f"*Budget* (`{BUDGET_ENV}`) scales {', '.join(f'`{k}`' for k in keys)}; "
-             + (f"runs {', '.join(done)}" if done else "no run yet")
-             + (f"; not yet run: {', '.join(run_name(k, s) for k, s in RUNS if run_name(k, s) not in runs)}"
-                if len(done) < len(RUNS) else "") + ".", ""]
-    if not done:
-        return lines, {}
-    flips = verdict_changes(entry, seed_entry)
-    lines += ["| claim | x1, seed 0 | x3, seed 0 | x10, seed 0 | x1, seed 1 | x3, seed 1 | changes |",
-              "|---|---|---|---|---|---|---|"]
-    for cid, row in seed_entry.get("claims", {}).items():
-        x1 = row.get("runs", {})
-
-        def base(seed: int) -> str:
-            r = x1.get(str(seed))
-            return f"{r['verdict']} {r['measured']}".replace("|", "\\|") if r else "·"
-
-        cells = [base(0), _cell(runs.get(run_name(3, 0)), cid), _cell(runs.get(run_name(10, 0)), cid),
-                 base(1), _cell(runs.get(run_name(3, 1)), cid)]
-        mark = "**" + ", ".join(flips[cid]) + "** ⚑" if cid in flips else "-"
-        lines.append(f"| `{cid}` | " + " | ".join(cells) + f" | {mark} |")
-    lines.append("")
-    return lines, flips
-
-
-def render_summary(budget: dict[str, Any], changed: Sequence[tuple[str, str, list[str], str]],
-                   seed_data: dict[str, Any]) -> str:
-    """The budget paragraph at the top of the robustness page, and the list of changed verdicts."""
-    chapters = {c: e for c, e in budget.get("chapters", {}).items() if is_current(c, e)}
-    with_budget = [c for c, e in chapters.items() if e.get("budget_keys")]
-    complete = [c for c in with_budget
-                if all(chapters[c].get("runs", {}).get(run_name(k, s)) for k, s in RUNS)]
-    partial = [c for c in with_budget if c not in complete and chapters[c].get("runs")]
-    none = [c for c in seed_data.get("chapters", {}) if c not in chapters
-            or (chapters[c].get("budget_keys") and not chapters[c].get("runs"))]
-    no_budget = [c for c, e in chapters.items() if not e.get("budget_keys")]
-    findings = [c for c in changed if c[3] in ("supports", "contradicts")]
-    out = ["## Robustness to the budget", "",
-           f"`make budgets` (`python -m implicit_bias.book budgets`) executes every chapter that has a "
-           f"budget with `{BUDGET_ENV}` = 3 on seeds 0 and 1 and = 10 on seed 0 (every step, epoch and "
-           "warm-up count of profile `ci` multiplied), resumably, into `book/data/budget_sweep.json`; "
-           "the x1 columns are the seed sweep's. A verdict that changes with the budget is a statement "
-           "about the budget, not about the networks: the chapter must restate the claim to what the "
-           "largest budget shows, or mark it `qualifies`.", "",
-           f"**{len(complete)} chapter(s) swept at every budget**, {len(partial)} partly, "
-           f"{len(none)} not yet; {len(no_budget)} have no budget. **{len(changed)} verdict(s) change "
-           f"with the budget** ({len(findings)} of them `supports` or `contradicts` findings).", ""]
-    if none:
-        out += ["Not swept yet (or swept on an earlier version of the page): " + ", ".join(f"{{doc}}`/{c}`" for c in none) + ".", ""]
-    if changed:
-        out += ["| chapter | claim | bearing | changes at |", "|---|---|---|---|"]
-        out += [f"| {{doc}}`/{ch}` | `{cid}` | {bearing or '-'} | {', '.join(runs)} |"
-                for ch, cid, runs, bearing in changed] + [""]
-    return "\n".join(out) + "\n"

@@ -210,7 +210,7 @@ def render_page(data: dict[str, Any], titles: dict[str, str], budget: dict[str, 
                 bearings: dict[str, dict[str, str]] | None = None) -> str:
     """The robustness page: the seed sweep ``data`` and, where given, the budget sweep ``budget``
     (:mod:`.budgets`) with the claims' ``bearings`` (chapter -> claim id -> bearing)."""
-    from . import budgets as bud
+    from . import budget_table as bud
 
     entries = {ch: {**e, "seeds": e.get("seeds", data.get("seeds", [0]))}  # older sweeps: one seed set
                for ch, e in data["chapters"].items()}
@@ -285,7 +285,7 @@ def write(data: dict[str, Any], root: Path = ROOT) -> None:
     path = root / SWEEP_PATH
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(json.dumps(data, indent=1, sort_keys=False) + "\n")
-    from . import budgets
+    from . import budget_table as budgets
     from .report import collect_ledgers
     from .sources import all_chapters
 
