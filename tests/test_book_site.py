@@ -239,6 +239,27 @@ def test_report_tables_show_the_verdict_without_scrolling(html: Path):
 
 @pytest.mark.slow
 @chromium
+def test_one_search_box(html: Path):
+    """A reader sees one search control at either width (the theme's page header once added a
+    second search field above the sidebar's at 1280 px); negative control: that header shown
+    again is flagged."""
+    with browser.serve(html) as base:
+        for width in WIDTHS:
+            with browser.Chromium(width=width, height=900) as chrome:
+                for page in ("book/intro.html", "book/reproduction.html",
+                             next(p for p in pages(html) if p.startswith("chapters/"))):
+                    chrome.open(f"{base}/{page}")
+                    boxes = chrome.evaluate(browser.SEARCH_BOXES_JS)
+                    assert len(boxes) == 1, f"{width}px {page}: {len(boxes)} search controls: {boxes}"
+                if width == WIDTHS[0]:
+                    chrome.evaluate("(() => { const s = document.createElement('style'); s.textContent ="
+                                    " 'header#pst-header.bd-header { display: flex !important; }';"
+                                    " document.head.appendChild(s); return 1; })()")
+                    assert len(chrome.evaluate(browser.SEARCH_BOXES_JS)) == 2
+
+
+@pytest.mark.slow
+@chromium
 def test_table_checks_find_broken_words_low_contrast_and_overflow(html: Path):
     """Negative controls of the checks above, on the pages they pass: words broken anywhere (the
     old stylesheet's overflow-wrap: anywhere), the old dark-mode ledger (pink ids on light grey),

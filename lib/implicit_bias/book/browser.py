@@ -280,6 +280,15 @@ REPORT_TABLES_JS = r"""
 })()
 """
 
+# The search controls a reader sees: every visible search field or search button (the sidebar's
+# field, the header's button on narrow screens). Returns [{what, x, y}].
+SEARCH_BOXES_JS = r"""
+(() => Array.from(document.querySelectorAll('.search-button-field, .search-button, form.bd-search input'))
+  .filter((e) => { const r = e.getBoundingClientRect(); const s = getComputedStyle(e);
+                   return r.width > 0 && r.height > 0 && s.visibility !== 'hidden' && s.display !== 'none'; })
+  .map((e) => ({what: e.className, x: Math.round(e.getBoundingClientRect().x), y: Math.round(e.getBoundingClientRect().y)})))()
+"""
+
 # Tables as a reader reads them: no word, id or number broken across two lines inside a cell.
 # Every whitespace-separated token of every visible cell of every table in the main column (the
 # HTML ledgers and the Markdown tables) is measured with a DOM Range: its client rects must all sit
