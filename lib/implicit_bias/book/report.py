@@ -180,15 +180,27 @@ def render_report(source_root: Path, chapters: Sequence[Path]) -> str:
     for led in executed:
         lines += [f"({scorecards.anchor(led.chapter)})=", f"### {led.title}", "",
                   f"Page: {{doc}}`/{led.chapter}`", ""]
-        lines += ["| id | source | statement | bears on | paper | measured | tolerance | verdict |",
-                  "|---|---|---|---|---|---|---|---|"]
-        for c in led.claims:
-            bearing = (c.bearing or "-") + (" (proxy)" if c.proxy else "")
-            cells = [_md_code(c.id), c.source, c.statement, f"{', '.join(c.items) or '-'}: {bearing}", c.paper,
-                     c.measured, c.tolerance, f"**{c.verdict}**"]
-            lines.append("| " + " | ".join(v if i == 0 else _md_cell(v) for i, v in enumerate(cells)) + " |")
+        lines += [f"| {' | '.join(LEDGER_COLUMNS)} |", "|---" * len(LEDGER_COLUMNS) + "|"]
+        lines += [_ledger_row(c) for c in led.claims]
         lines.append("")
     return "\n".join(lines)
+
+
+# The report's ledgers put what a reader scans for first (the verdict, the value measured, the
+# tolerance), so that it is in view at any width; the claim (id, source, statement and the paper's
+# value) is folded into one cell that wraps.
+LEDGER_COLUMNS = ("verdict", "measured", "tolerance", "claim", "bears on")
+
+
+def _ledger_row(c: Claim) -> str:
+    """One claim as a row of a report ledger (columns :data:`LEDGER_COLUMNS`)."""
+    bearing = (c.bearing or "-") + (" (proxy)" if c.proxy else "")
+    claim = f'{_md_code(c.id)} <span class="ib-source">{_md_cell(c.source)}</span><br>{_md_cell(c.statement)}'
+    if c.paper:
+        claim += f'<br><span class="ib-paper">the paper: {_md_cell(c.paper)}</span>'
+    cells = [_md_cell(f"**{c.verdict}**"), _md_cell(c.measured), _md_cell(c.tolerance), claim,
+             _md_cell(f"{', '.join(c.items) or '-'}: {bearing}")]
+    return "| " + " | ".join(cells) + " |"
 
 
 def _bearing_counts(cited: Sequence[scorecards.CitedClaim]) -> str:

@@ -323,17 +323,19 @@ def render_scorecard(paper: Paper, rows: Sequence[ItemStatus]) -> list[str]:
         f"{share_with_finding(rows):.0%} have at least one falsifiable finding "
         + (f"({{cite:t}}`{paper.key}`)." if paper.key else "(the book's own predictions, no paper)."),
         "",
-        "| item | where | kind | status | claims |",
-        "|---|---|---|---|---|",
+        # the status first, the item's place in the paper folded under its title: in view at any width
+        "| status | item | claims |",
+        "|---|---|---|",
     ]
     for r in rows:
         claims = claim_refs(r.claims) or _md(r.item.note or "")
         status = STATUS_BADGE[r.status]
         if r.status != "contradicted on stand-in data" and standin_contradictions(r):
             status += " (a stand-in contradicts it)"
-        nature = "statement" if r.item.is_statement else "empirical"
-        lines.append(f"| **`{r.item.id}`** {_md(r.item.title)} | {_md(r.item.where)} | {nature} | {status} "
-                     f"| {claims} |")
+        nature = "statement" if r.item.is_statement else "empirical claim"
+        item = (f'**`{r.item.id}`** {_md(r.item.title)}<br><span class="ib-source">{_md(r.item.where)}; '
+                f'{nature}</span>')
+        lines.append(f"| {status} | {item} | {claims} |")
     lines.append("")
     return lines
 

@@ -404,9 +404,25 @@ def sync(py: Path, keep: str | None = None, root: Path = ROOT) -> bool:
 
 
 def strip_volatile(nb: Any) -> Any:
-    """Drop per-run timing metadata so re-executions give clean diffs."""
+    """Drop per-run timing metadata, and join consecutive stream outputs of a cell (stdout with
+    stdout, stderr with stderr), so that re-executions give identical files: how a cell's prints are
+    cut into stream messages depends on when the kernel flushed them (a timer), not on the code."""
     nb.metadata.pop("papermill", None)
     for cell in nb.cells:
         for key in VOLATILE_CELL_METADATA:
             cell.metadata.pop(key, None)
+        if "outputs" in cell:
+            cell.outputs = _join_streams(cell.outputs)
     return nb
+
+
+def _join_streams(outputs: list[Any]) -> list[Any]:
+    joined: list[Any] = []
+    for out in outputs:
+        prev = joined[-1] if joined else None
+        if (out.get("output_type") == "stream" and prev is not None
+                and prev.get("output_type") == "stream" and prev.get("name") == out.get("name")):
+            prev["text"] = "".join(prev["text"]) + "".join(out["text"])
+        else:
+            joined.append(out)
+    return joined
