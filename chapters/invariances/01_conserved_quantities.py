@@ -333,10 +333,15 @@ glue("cq-euler-identity", f"{euler_identity:.1e}", display=False)
 ledger.below("euler-init", "Lemma 3 (4), Eq. (12)", "Euler term <in,g_in> - <out,g_out> vanishes "
              "for every unit of bias-free MLP, CNN+max-pool, ResNet blocks (learnable skips)",
              "first-order term 0", euler_ok, 1e-12, fmt=".1e", items=["lemma3-eq4", "eq12"],
-             bearing="supports", origin="theory: float64 round-off of a sum of products")
+             bearing="verifies",
+             falsifier="the Euler term of some unit of the MLP, the CNN with max-pool or the "
+                       "ResNet blocks above 1e-12 (relative)",
+             origin="theory: float64 round-off of a sum of products")
 ledger.below("euler-bias-counted", "Lemma 4 (biases)", "MLP with biases counted as in-edges from a "
              "constant input: the Euler term vanishes", "bias = edge from input 1",
-             euler_bias_counted, 1e-12, fmt=".1e", items="lemma4-biases", bearing="supports",
+             euler_bias_counted, 1e-12, fmt=".1e", items="lemma4-biases", bearing="verifies",
+             falsifier="with the biases counted as in-edges from a constant input, the Euler term "
+                       "of some unit above 1e-12 (relative)",
              origin="theory: float64 round-off")
 ledger.above("euler-bias-left-out", "Lemma 4 (biases)", "negative control: with biases left out of "
              "the in-edges the Euler term is O(1) relative", "bias = edge from input 1",
@@ -394,26 +399,35 @@ glue("cq-a-ctrl", f"{ctrl_end:.2f}", display=False)
 glue("cq-a-sq", f"{sq_max:.0e}", display=False)
 glue("cq-a-sq-raw", f"{sq_raw:.0e}", display=False)
 glue("cq-a-sq-models", " and ".join(P["square_loss"]), display=False)
-ledger.below("lemma3-gd-corrected", "Lemma 3 (4), App. F (78-80)", "Q_v minus the accumulated "
-             "eta^2 terms is conserved for every unit of MLP, CNN+max-pool, ResNet (relative)",
-             "conserved (GF); eta^2 slack (GD)", corr_max, TOL, fmt=".1e",
-             items=["lemma3-eq4", "appF-vertex"], bearing="supports",
+ledger.below("lemma3-gd-corrected", "Lemma 3 (4), App. F (78-80)", "$Q_v$ minus the accumulated "
+             "$\\eta^2$ terms is conserved for every unit of MLP, CNN+max-pool, ResNet (relative)",
+             "conserved (GF); $\\eta^2$ slack (GD)", corr_max, TOL, fmt=".1e",
+             items=["lemma3-eq4", "appF-vertex"], bearing="verifies",
+             falsifier="some unit's $Q_v$ minus the accumulated $\\eta^2$ terms moving by more "
+                       "than 1e-9 (relative) along gradient descent",
              origin="theory: float64 round-off, 1e-9 relative")
 ledger.below("lemma8-per-channel", "Lemma 8 (k = k')", "the per-channel form (one channel with "
              "itself) is conserved through weight sharing and max-pool (corrected, relative)",
              "pairs k, k' (Eq. 47)", cnn_channels_corr, TOL, fmt=".1e", items="lemma8",
-             bearing="qualifies", origin="theory: float64 round-off")
+             bearing="qualifies",
+             falsifier="a channel's own invariant (k = k') moving by more than 1e-9 (relative) "
+                       "after the Appendix F correction", origin="theory: float64 round-off")
 ledger.above("lemma3-gd-raw", "App. F", "negative control: without the correction, GD drifts "
-             "above round-off (the slack is real), with either loss", "slack O(eta^2) per step",
+             "above round-off (the slack is real), with either loss", "slack $O(\\eta^2)$ per step",
              raw_min, 1e3 * TOL, fmt=".1e", items="appF-vertex", bearing="control", origin="prior")
-ledger.below("lemma4-cuts", "Lemma 4", "||F_{k+1}||^2 - ||F_k||^2 minus the eta^2 terms "
-             "is conserved for consecutive input-output cuts (layers, kernels, [Y;S], [U S])",
+ledger.below("lemma4-cuts", "Lemma 4", "$\\lVert F_{k+1}\\rVert^2 - \\lVert F_k\\rVert^2$ minus "
+             "the $\\eta^2$ terms is conserved for consecutive input-output cuts (layers, "
+             "kernels, [Y;S], [U S])",
              "any layers (Def. 6)", cut_max, TOL, fmt=".1e", items="lemma4", bearing="qualifies",
+             falsifier="an adjacent input-output cut invariant moving by more than 1e-9 (relative) "
+                       "after the Appendix F correction",
              origin="theory: float64 round-off")
 ledger.below("lemma3-square-loss", "Lemma 3 (4), Lemma 4, Assumption 3", "with the square loss "
              "the same corrected invariants (units and cuts) are conserved: the invariances need a "
              "differentiable loss, not the logistic one (relative)", "any differentiable loss",
-             sq_max, TOL, fmt=".1e", items=["lemma3-eq4", "lemma4", "asm3"], bearing="supports",
+             sq_max, TOL, fmt=".1e", items=["lemma3-eq4", "lemma4"], bearing="verifies",
+             falsifier="with the square loss, a corrected unit or cut invariant moving by more "
+                       "than 1e-9 (relative)",
              origin="theory: float64 round-off")
 ledger.above("identity-skip-control", "Def. 5", "negative control: units touching the fixed "
              "identity skip drift O(1) even after the correction", "Lemma 3 does not apply",
@@ -520,7 +534,8 @@ ledger.between("appF-total-slope-resnet", "App. F, Def. 5", "setup check: the sa
                fmt=".2f", items="appF-vertex", bearing="control", origin="prior")
 ledger.below("appF-sweep-corrected", "App. F (78-80)", "corrected drift is round-off at every eta "
              "of the sweep (MLP and ResNet middle units)", "exact up to slack", sweep_corr, TOL,
-             fmt=".1e", items=["appF-vertex", "lemma3-eq4"], bearing="supports",
+             fmt=".1e", items=["appF-vertex", "lemma3-eq4"], bearing="verifies",
+             falsifier="the corrected drift above 1e-9 (relative) at some step size of the sweep",
              origin="theory: float64 round-off")
 ledger.between("identity-skip-step-slope", "Def. 5", "negative control: identity-skip units' "
                "one-step drift is first order in eta", "(not covered)", s_ctrl_step, 0.8, 1.2,

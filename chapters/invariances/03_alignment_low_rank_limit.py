@@ -644,19 +644,25 @@ ledger.below("kkt-rank2", "Prop. (this page)", "validation: the KKT ratio is bel
 ledger.close("cor1-ratio-kkt", "Cor. 1, Eqs. (14)-(15)", "the designed ReLU run ends within 0.02 "
              "of the KKT ratio (< 0.95), not at 1 (final ratio minus KKT ratio)", "ratio -> 1",
              r_end - kkt.ratio, 0.0, atol=0.02, fmt=".4f",
-             items=["cor1", "thm2-eq14", "thm2-eq15-rank1"], bearing="contradicts", origin="prior")
+             items=["cor1", "thm2-eq14", "thm2-eq15-rank1"], bearing="contradicts",
+             falsifier="the designed ReLU run ending more than 0.02 from the KKT ratio, e.g. "
+                       "climbing towards 1 as Corollary 1 says", origin="prior")
 ledger.holds("eq13-relu", "Thm 2, Eq. (13); App. E", "||W||_F^2 - ||W||_2^2 at the end, in "
              "units of D: more than 10 (Eq. 13 bounds it by 1; the proof of Cor. 1 calls it "
              "bounded; value: its log10)", "<= D", f"{Q_relu / D_relu:.3g}", Q_relu / D_relu > 10.0,
              "> 10", items=["thm2-eq13", "cor1-proof"], bearing="contradicts",
+             falsifier="$\\lVert W\\rVert_F^2 - \\lVert W\\rVert_2^2$ at the end at most 10 D",
              value=math.log10(Q_relu / D_relu), lo=1.0,
              origin="prior: a factor 10; log scale because the value spans a decade over seeds")
 ledger.below("eq13-linear", "Thm 2, Eq. (13)", "linear twin: the same quantity stays below D "
              "(largest value along the run, in units of D)", "<= D", Q_lin / D_lin, 1.0,
-             fmt=".3f", items="thm2-eq13", bearing="qualifies", origin="paper")
+             fmt=".3f", items="thm2-eq13", bearing="qualifies",
+             falsifier="the linear twin's $\\lVert W\\rVert_F^2 - \\lVert W\\rVert_2^2$ above D at "
+                       "some step", origin="paper")
 ledger.above("jt19-linear-twin", "J&T19; Cor. 1 (linear)", "the linear twin ends with ratio "
              "> 0.99", "ratio -> 1", r_lin_end, 0.99, fmt=".4f",
-             items=["cor1", "thm2-eq15-rank1"], bearing="qualifies", origin="prior")
+             items=["cor1", "thm2-eq15-rank1"], bearing="qualifies",
+             falsifier="the linear twin ending with ratio at most 0.99", origin="prior")
 ledger.holds("eq15-align-designed", "Thm 2, Eq. (15); Cor. 1", "on the data set of unequal "
              "clusters, with no weight changing sign at any step (Assumption 1) and no normalised "
              "entry below 0.1 over the second half (Assumption 2), the ReLU alignment ends within "
@@ -666,13 +672,17 @@ ledger.holds("eq15-align-designed", "Thm 2, Eq. (15); Cor. 1", "on the data set 
              abs(al2_end - align_star2) <= 0.01 and align_star2 < 0.99 and kkt2.cross_inactive < 0
              and flips2 == 0 and min_entry_late2 > 0.1, "gap <= 0.01, KKT < 0.99, 0, > 0.1",
              items=["thm2-eq15-align", "cor1"], bearing="contradicts",
+             falsifier="the ReLU alignment ending more than 0.01 from its KKT value, or a KKT "
+                       "value of 0.99 or more, or a hypothesis failing along the run (a sign "
+                       "change, a normalised entry below 0.1)",
              value=abs(al2_end - align_star2), hi=0.01,
              origin="after-seeds: moved from the random runs to the data set B' after seed 3; "
                     "B' turned by 30 degrees and its hypotheses monitored after a review found a "
                     "near-zero entry of w* and a sign change on seeds 0-2 and 4")
 ledger.above("jt19-linear-twin-align", "J&T19; Eq. (15)", "the linear twins end with alignment "
              "> 0.99 (both data sets)", "alignment -> 1", min(al_lin_end, al2_lin_end), 0.99,
-             fmt=".4f", items="thm2-eq15-align", bearing="qualifies", origin="prior")
+             fmt=".4f", items="thm2-eq15-align", bearing="qualifies",
+             falsifier="a linear twin ending with alignment at most 0.99", origin="prior")
 ledger.close("gf-step", "GF limit", "setup check: doubling the step changes the ratio at a "
              "common margin by < 0.002", "-", gf_gap, 0.0, atol=0.002, fmt=".1e", items="cor1",
              bearing="control", origin="prior")

@@ -34,8 +34,9 @@
 #   the sharp $\frac12$, and the additive constant produced by its proof is not valid.
 # - The telescoping step of the proof, Eq. (71), holds with the constant $\|C_l\|_2$, not with
 #   the printed $\|C_l\|_2^2$.
-# - These errors in the constants are arithmetic on explicit instances: the page shows them as
-#   control rows (they are the same on every seed and machine) and the unit tests check them.
+# - These errors in the constants, and the AlexNet count of Appendix C, are arithmetic on
+#   explicit instances: each is a counterexample row (`contradicts`: the printed statement fails
+#   on the instance; the same on every seed and machine) and the unit tests check them.
 # - Both lemmas, and the spectral half of the proof of Theorem 2, rest on the matrix invariance
 #   of Theorem 1, which holds for linear tails but not for ReLU tails
 #   ({doc}`06_pairwise_invariance`).
@@ -207,10 +208,13 @@ glue("inv-l9-search-min", min(search9), display=False)
 glue("inv-l9-search-max", max(search9), display=False)
 ledger.below("lemma9-random", "Lemma 9", "Gaussian tensors satisfy Eq. (55): max of "
              "||T1||^2 / (min(a,b) ||T2||^2)", "<= 1", max(rand9), 1 + 1e-12, fmt=".4f",
-             items="lemma9", bearing="supports", origin="paper")
+             items="lemma9", bearing="verifies",
+             falsifier="a Gaussian tensor with $\\lVert T_1\\rVert_2^2 / (\\min(a,b)\\,\\lVert "
+                       "T_2\\rVert_2^2) > 1$", origin="paper")
 ledger.below("lemma9-search", "Lemma 9", "worst case found by optimisation still satisfies "
              "Eq. (55)", "<= 1", max(search9), 1 + 1e-12, fmt=".6f", items="lemma9",
-             bearing="supports", origin="paper")
+             bearing="verifies",
+             falsifier="the optimiser finding a tensor with ratio above 1", origin="paper")
 ledger.above("lemma9-search-tight", "Lemma 9", "search check: the optimisation approaches the "
              "bound in every shape (min over shapes of the best ratio)", "(tightness not "
              "discussed)", min(search9), 0.98, fmt=".4f", items="lemma9", bearing="control",
@@ -361,11 +365,14 @@ ledger.below("lemma10-balanced", "Lemma 10", "construction check: the constructe
              items="lemma10", bearing="control", origin="theory: float64 round-off")
 ledger.above("lemma10-half-random", "Lemma 10", "balanced random blocks: ||B||^2 / ||A||^2 "
              ">= 1/2, hence >= 1/8 (min over samples)", ">= 1/8", min(rand10), 0.5 - 1e-12,
-             fmt=".4f", items="lemma10", bearing="supports",
+             fmt=".4f", items="lemma10", bearing="verifies",
+             falsifier="a balanced random block with $\\lVert B\\rVert_2^2 / \\lVert A\\rVert_2^2 "
+                       "< 1/2$",
              origin="theory: the corrected constant 1/2, proven on the page")
 ledger.above("lemma10-half-search", "Lemma 10", "worst case found by optimisation: "
              "||B||^2 / ||A||^2 >= 1/2, hence >= 1/8", ">= 1/8", min(search10), 0.5 - 1e-12,
-             fmt=".6f", items="lemma10", bearing="supports",
+             fmt=".6f", items="lemma10", bearing="verifies",
+             falsifier="the search finding a balanced block with ratio below 1/2",
              origin="theory: the corrected constant 1/2, proven on the page",
              vtol=0.01)  # the search approaches the sharp bound; how close depends on its path
 ledger.below("lemma10-half-tight", "Lemma 10", "sharpness: the optimisation approaches 1/2 in "
@@ -384,7 +391,10 @@ ledger.above("lemma10-corrected-gap", "Lemma 10", "the corrected statement: ||B|
 ledger.above("lemma10-proof-constant", "Lemma 10 proof", "arithmetic on an explicit block (a "
              "counterexample, also a unit test): the proof's D' = ||C0||_2^2/4 fails, "
              "||A||^2/8 - D' - ||B||^2 > 0", "valid D'", paper_rhs - b_sq, 0.0, fmt=".4f",
-             items="lemma10-proof", bearing="control", origin="theory: exact arithmetic")
+             items="lemma10-proof", bearing="contradicts",
+             falsifier="the explicit block satisfying the proof's inequality, $\\lVert "
+                       "B\\rVert_2^2 \\ge \\lVert A\\rVert_2^2/8 - \\lVert C_0\\rVert_2^2/4$",
+             origin="theory: exact arithmetic")
 
 # %% [markdown]
 # On balanced blocks the smallest ratio on random samples is
@@ -445,7 +455,9 @@ glue("inv-alexnet-227", f"{l227}", display=False)
 ledger.above("eq71-printed-constant", "App. D, Eq. (71)", "arithmetic on an explicit pair (a "
              "counterexample, also a unit test): with D_l = ||C_l||_2^2 as printed the telescoping "
              "inequality fails on a pair satisfying the invariance (amount by which it fails)",
-             "valid D_l", printed71, 0.0, fmt=".3f", items="eq71", bearing="control",
+             "valid D_l", printed71, 0.0, fmt=".3f", items="eq71", bearing="contradicts",
+             falsifier="the explicit pair satisfying the printed inequality with $D_l = \\lVert "
+                       "C_l\\rVert_2^2$ (amount at most 0)",
              origin="theory: exact arithmetic")
 ledger.close("eq71-corrected-constant", "App. D, Eq. (71)", "negative control: with D_l = "
              "||C_l||_2 the same pair satisfies it with equality", "-", corrected71, 0.0,
@@ -456,7 +468,9 @@ ledger.holds("alexnet-count", "App. C, Def. 11 example", "arithmetic (also a uni
              "convolution's (224 input, stride 4, no padding; value: the difference)",
              "((224 - 7) / 4)^2", f"{paper_l:.2f} vs {l224}",
              abs(paper_l - round(paper_l)) > 1e-9 and round(paper_l) != l224, "differ",
-             items="alexnet-count", bearing="control", value=paper_l - l224, lo=0.5,
+             items="alexnet-count", bearing="contradicts",
+             falsifier="the printed count an integer equal to the number of positions of the "
+                       "convolution read from PyTorch", value=paper_l - l224, lo=0.5,
              origin="theory: exact arithmetic")
 
 # %% [markdown]
