@@ -37,10 +37,12 @@
 # norm, which no algorithm can compute or certify. We compute *local* ones: for the square loss,
 # KKT points of the minimum-norm interpolation problem (the limit $\lambda\to0$ of weight decay),
 # with several restarts; for classification, the direction reached by gradient flow on the
-# exponential loss, which by Lemma 1 heads to a KKT point of the max-margin problem. Claims about
-# these networks bear on Theorems 4 and 5 through a stand-in (marked *proxy* in the ledger), and
-# so do the square-loss claims on the paper's suggestion that weight decay produces low-rank deep
-# networks (we compute its $\lambda\to0$ limit directly instead of training with weight decay).
+# exponential loss, which by Lemma 1 heads to a KKT point of the max-margin problem. What the page
+# checks of Theorems 4 and 5 themselves is their proofs: the constructions and the chain of
+# inequalities, on instances. Claims about the computed networks bear on the paper's reading of
+# the theorems, that weight decay (square loss) and gradient flow (exponential loss) produce
+# low-rank deep networks, through a stand-in (marked *proxy* in the ledger: we compute the
+# $\lambda\to0$ limit of weight decay directly instead of training with weight decay).
 # The exponential-loss runs follow gradient flow only until the smallest margin reaches 100; from
 # then on (every network gets there by step {glue:text}`rank3-cap-step` of
 # {glue:text}`rank3-msteps`) they hold the scale there and follow the direction,
@@ -51,27 +53,30 @@
 # :::
 #
 # :::{admonition} What this page shows
-# - The constructions of the proofs (Appendices D-E) are verified to rounding error.
-# - Square loss: the minimum-norm interpolants that projected descent of the norm finds have
-#   hidden layers of stable rank 1, a norm within {glue:text}`rank3-sq-nc-dev` of the
-#   construction's ({glue:text}`rank3-sq-nc-below` of {glue:text}`rank3-sq-nc-n` at or below it,
-#   for which the theorem's argument implies its bound), and a mean ratio above Theorem 4's bound
-#   at every depth; interpolants that do not minimise the norm violate the bound at depths
-#   {glue:text}`rank3-sq-near-fail`.
-# - Exponential loss: the runs approach a KKT point of the max-margin problem (the KKT residual
-#   falls, Lemma 1); the directions they reach have a smaller norm than Theorem 5's construction
-#   at every depth, so the bound provably holds for them, and their hidden layers have stable rank
-#   close to 2.
-# - Depth moves the two losses in opposite directions: with the square loss the mean ratio rises
-#   towards 1, with the exponential loss it *falls* towards $1/\sqrt2$ from above. "Depth helps"
-#   means "the bound rises with depth", not "the rank falls with depth".
+# - The constructions of the proofs (Appendices D-E) and their chain of inequalities are verified
+#   to rounding error.
+# - Square loss: the minimum-norm interpolants that projected descent of the norm finds (KKT points
+#   of Problem 2) have hidden layers of stable rank 1 and a mean ratio above Theorem 4's bound at
+#   every depth. Compared with the construction (all within {glue:text}`rank3-sq-nc-dev` of its
+#   norm), {glue:text}`rank3-sq-nc-phrase`; the bound is measured on them, not implied.
+#   Interpolants that do not minimise the norm violate
+#   it at depths {glue:text}`rank3-sq-near-fail`.
+# - Exponential loss: the KKT residual of Problem 6 falls along the runs (Lemma 1). Only the
+#   directions certified as KKT points (residuals at most {glue:text}`rank3-kkt-tol`: depths
+#   {glue:text}`rank3-cert-depths` at this budget) are read as end states; the others are not
+#   resolved at this budget. The certified ones have a smaller norm than Theorem 5's construction,
+#   so its bound holds for them, and hidden layers of stable rank near 2.
+# - Theorem 5 bounds stable rank from *above* (about 2 in the limit); these directions sit near
+#   that cap, not near rank 1. The mean ratio over layers rises with depth for the square loss and
+#   falls for the exponential loss, but both trends are layer averaging (the hidden layers' share
+#   $(k'-2)/k'$ grows), not depth changing the layers in opposite directions.
 #
-# **Take away:** at these sizes the theorems' conclusions hold for the locally norm-minimal
-# networks computed here (minimum-norm interpolants, directions of the exponential loss), and the
-# two limits of the bounds (rank 1 for the square loss with nonnegative targets, stable rank
-# about 2 for classification) are what these networks reach. They do not hold for any
-# interpolant: the interpolants closest to the initialisation (where gradient descent on the
-# square loss ends when it stays near its linearisation) violate Theorem 4's bound.
+# **Take away:** at these sizes the conclusions of Theorems 4 and 5 hold on the locally
+# norm-minimal networks computed here, but for the square loss not through the theorem (of these
+# networks, {glue:text}`rank3-sq-nc-phrase`), and for the exponential loss only at the depths
+# whose end state is certified. "Low rank" in Theorem 5 means a stable rank *at most* about 2, and the
+# trained directions are at that cap. The bound is not a property of any interpolant: the
+# interpolants closest to the initialisation violate Theorem 4's bound.
 # :::
 
 # %% tags=["parameters"]
@@ -236,8 +241,10 @@ ledger.below("construction-norms", "Apps. D-E", "squared norms equal k'B^(2k/k')
              max(norm_gap, tail), 1e-12, fmt=".1e", items=["thm4", "thm5"], bearing="control",
              origin="theory: exact up to float64 rounding")
 ledger.holds("certificate", "Apps. D-E", "mean ratio >= AM-GM certificate >= the theorem's bound, on every "
-             "constructed network", "AM-GM chain", "holds" if cert_ok else "violated", cert_ok,
-             items=["thm4", "thm5"], bearing="control", origin="theory")
+             "constructed network (the proofs' chain of inequalities, checked on instances)", "AM-GM chain",
+             "holds" if cert_ok else "violated", cert_ok, items=["thm4", "thm5"], bearing="verifies",
+             origin="theory", falsifier="a constructed network whose mean ratio is below its AM-GM certificate, "
+             "or whose certificate is below the theorem's bound")
 
 # %% [markdown]
 # ## Theorem 4 on minimum-norm interpolants
@@ -341,7 +348,8 @@ for k in depths:
 # {glue:text}`rank3-sq-nc-below` of the {glue:text}`rank3-sq-nc-n` networks are at or below it.
 # A network above the construction's norm is not a global minimiser (the construction beats it),
 # so the argument above certifies none of those: for them Theorem 4 says nothing, and the bound
-# is only measured (claim `thm4-bound-minnorm`), not implied. Every hidden-to-hidden layer has
+# is only measured (claim `thm4-bound-minnorm`, which bears on the paper's reading of Theorem 4
+# for trained networks, not on the theorem). Every hidden-to-hidden layer has
 # stable rank at most
 # {glue:text}`rank3-sq-hid`: descent on the constraint finds networks with the structure of the
 # construction, a shallow interpolant followed by rank-1 layers that carry a single channel, like
@@ -363,7 +371,13 @@ for key, val in {"sq-nc-lo": f"{float(mins.min()):.3f}", "sq-nc-hi": f"{float(mi
                  "sq-nc-dev": f"{100 * float((mins - 1).abs().max()):.1f}%", "sq-hid": f"{hid_max:.3f}",
                  "sq-near-nc": f"{min(float((sq[k]['near']['norm'] / norm4[k]).min()) for k in deeper):.1f}",
                  "sq-near-fail": ", ".join(map(str, near_fail)) if near_fail else "none",
-                 "B4": f"{B4:.2f}", "sq-dropped": sum(int((~sq[k]["ok"]).sum()) for k in depths)}.items():
+                 "B4": f"{B4:.2f}", "sq-dropped": sum(int((~sq[k]["ok"]).sum()) for k in depths),
+                 "sq-nc-phrase": (f"none of the {mins.numel()} has a norm at or below the construction's, so none is "
+                                  "a global minimiser and the theorem says nothing about them"
+                                  if int((mins <= 1).sum()) == 0 else
+                                  f"{int((mins <= 1).sum())} of the {mins.numel()} have a norm at or below the "
+                                  "construction's (the theorem's argument covers those); the others are not global "
+                                  "minimisers and the theorem says nothing about them")}.items():
     glue(f"rank3-{key}", val, display=False)
 
 n_ok = min(int(sq[k]["ok"].sum()) for k in depths)
@@ -372,9 +386,12 @@ ledger.holds("thm4-kkt", "Problem 2", "minimum-norm descent: restarts that end o
              "at a KKT point (KKT residual < 0.1), worst depth", "KKT point", f"{n_ok} of {E}", n_ok >= E - 2,
              tolerance=f">= {E - 2}", items="thm4", bearing="control", value=n_ok, lo=E - 2.5,
              origin="after-seeds: fixed after the pilot runs of this page")
-ledger.above("thm4-bound-minnorm", "Thm 4", "every minimum-norm interpolant at every depth k' > 2 has mean ratio "
-             "above Theorem 4's bound (smallest mean ratio minus bound)", "holds for global minimisers", gap4, 0.0,
-             items="thm4", bearing="supports", proxy=True, origin="paper: the bound of Theorem 4")
+ledger.above("thm4-bound-minnorm", "Thm 4", "every minimum-norm interpolant (KKT point of Problem 2) at every "
+             "depth k' > 2 has mean ratio above Theorem 4's bound (smallest mean ratio minus bound), although their "
+             "norms exceed the construction's, so the theorem's argument does not cover them",
+             "holds for global minimisers", gap4, 0.0, items="sec4-l2", bearing="supports", proxy=True,
+             origin="paper: the bound of Theorem 4",
+             falsifier="a KKT interpolant at some depth k' > 2 with mean ratio below Theorem 4's bound")
 ledger.holds("thm4-bound-nearest", "Thm 4", "negative control: interpolants closest to the initialisation fall "
              "below the bound at some depth (number of depths where every one of them does)", "(not about them)",
              ", ".join(map(str, near_fail)) if near_fail else "none", len(near_fail) >= 1, tolerance=">= 1 depth",
@@ -389,13 +406,15 @@ ledger.holds("thm4-norm-construction", "Thm 4 / App. D", "how close the stand-in
 ledger.below("thm4-rank1", "Sec. 4", "hidden-to-hidden layers of minimum-norm interpolants have stable rank 1 "
              f"at every depth k' > 2 (largest; closest-to-init interpolants: at least {near_hid_min:.1f})",
              "bias towards rank 1 with depth", hid_max, 1.05, fmt=".3f", items="sec4-l2", bearing="supports",
-             proxy=True, origin="after-seeds: fixed after the pilot runs of this page")
-ledger.holds("thm4-ratio-rises", "Sec. 4", "the mean ratio of minimum-norm interpolants rises with depth "
-             "(mean over restarts, every step of the sweep; value: the smallest rise). With rank-1 hidden layers "
-             "(claim thm4-rank1) and a last layer of one row, only the first layer has ratio below 1, and its share "
-             "of the mean is 1/k'", "ratio -> 1 as k' grows",
+             proxy=True, origin="after-seeds: fixed after the pilot runs of this page",
+             falsifier="a hidden-to-hidden layer of a KKT interpolant with stable rank 1.05 or more (a second "
+             "direction carrying weight)")
+ledger.holds("thm4-ratio-rises", "Sec. 4", "layer averaging: the mean ratio of minimum-norm interpolants rises "
+             "with depth (mean over restarts, every step of the sweep; value: the smallest rise). With rank-1 hidden "
+             "layers (claim thm4-rank1) and a last layer of one row, only the first layer has ratio below 1, and its "
+             "share of the mean is 1/k': the rise follows from thm4-rank1, no layer changes", "ratio -> 1 as k' grows",
              " -> ".join(f"{v:.3f}" for v in rise), min(steps_up) > 0, tolerance="order", items="sec4-l2",
-             bearing="supports", proxy=True, value=min(steps_up), lo=0.0, origin="prior: the order only")
+             bearing="control", proxy=True, value=min(steps_up), lo=0.0, origin="prior: the order only")
 
 
 # %%
@@ -501,13 +520,29 @@ mg_kaiming = cache.cached("rank3-margin-kaiming", dict(P, seed=seed, depth=kd), 
 # best reference of each depth: the balanced layer norm at margin 1 is 1 / certificate
 B5 = {k: float((1 / mg[k]["cert"][-1][mg[k]["sep"]]).min()) for k in depths}
 steps_rec = mg[depths[0]]["hist"].steps
+sep_all = {k: mg[k]["sep"] for k in depths}
+# the convergence certificate of the end state: an (eps, delta)-KKT point of Problem 6 in the sense
+# of Lyu & Li (toolkit kkt_residual), both residuals at most KKT_TOL, for every separating network
+# of the depth; a property of the point itself, which a decayed step cannot fake
+KKT_TOL, KKT_TOLS = 0.05, (0.025, 0.05, 0.1)
+
+
+def certified(k: int, tol: float) -> bool:
+    """Every separating network of depth k ends with KKT stationarity and slackness <= tol."""
+    s = sep_all[k]
+    return bool(((mg[k]["eps"][-1][s] <= tol) & (mg[k]["delta"][-1][s].abs() <= tol)).all())
+
+
+cert_at = {tol: [k for k in depths if certified(k, tol)] for tol in KKT_TOLS}
+cdeep = [k for k in cert_at[KKT_TOL] if k > 2]        # the depths whose end states are read below
 for k in depths:
     M = mg[k]
     s = M["sep"]
     line = (f"k' = {k:2d}: separating {int(s.sum())}/{E}; KKT eps {float(M['eps'][0][s].mean()):.3f} (step "
-            f"{steps_rec[0]}) -> {float(M['eps'][-1][s].mean()):.3f}, slackness {float(M['delta'][-1][s].mean()):.3f};"
-            f" normalised margin x{float((M['nm'][-1] / M['nm'][0])[s].min()):.2f}; mean ratio "
-            f"{float(M['mean_r'][s].mean()):.3f}")
+            f"{steps_rec[0]}) -> {float(M['eps'][-1][s].mean()):.3f} (largest {float(M['eps'][-1][s].max()):.3f}), "
+            f"slackness {float(M['delta'][-1][s].abs().max()):.3f} (largest); "
+            f"{'certified' if k in cert_at[KKT_TOL] else 'NOT certified'}; normalised margin "
+            f"x{float((M['nm'][-1] / M['nm'][0])[s].min()):.2f}; mean ratio {float(M['mean_r'][s].mean()):.3f}")
     if k > 2:
         line += (f"; hidden srank {float(M['hid'][s].mean()):.2f}; certificate {float(M['cert'][-1][s].min()):.4f} >= "
                  f"bounds from k = 2: {dc.theorem5_bound(2, k, B5[2]):.4f}, best k < k': "
@@ -523,16 +558,28 @@ print(f"Kaiming start, k' = {kd}: separating {int(mg_kaiming['sep'].sum())}/{E};
 # {glue:text}`rank3-notsep` of {glue:text}`rank3-total`. Along the runs the KKT residual falls,
 # on average from {glue:text}`rank3-eps0` at step {glue:text}`rank3-step0` to
 # {glue:text}`rank3-eps1` at the end (largest {glue:text}`rank3-eps1max`), and the normalised margin
-# grows for every network: the networks approach KKT points of Problem 6, as Lemma 1 says, but
-# a budget of this size does not reach them. For the Theorem 5 test, the trained directions beat
-# the construction: at margin 1 and balanced, their squared norm is at most
-# {glue:text}`rank3-mg-nc` times the construction's from the best depth-2 network, and at most
-# {glue:text}`rank3-mg-nc-best` times the construction's from the best network of any smaller depth of
-# the sweep, so the bound of Theorem 5 holds for all of them. The same test fails at step
+# grows for every network: the networks approach KKT points of Problem 6, as Lemma 1 says.
+#
+# **Which end states are read.** Lemma 1, Theorem 5 and the paper's reading of them are about the
+# *limit* direction. A network is read as a (near) KKT point only where the toolkit's KKT residual
+# certifies it: stationarity and slackness both at most {glue:text}`rank3-kkt-tol` for every
+# separating network of that depth. At this budget that holds at depths
+# {glue:text}`rank3-cert-depths`; at depths {glue:text}`rank3-uncert-depths` the end state is
+# **not resolved at this budget**, and the claims below leave those depths out (the table after
+# the claims shows the same reading at tolerances 0.025 and 0.1, and the runs at 3x the steps).
+# On some other seeds the certificate holds at no depth at this budget (on seed 1 the slackness
+# at depth 32 is 0.11); there `kkt-certified` and the claims that compare certified directions
+# with the construction fail ({doc}`/book/robustness`): the end state is not resolved at this
+# budget on those seeds, which says nothing against the theorem. (On such a seed
+# `thm5-srank-2` falls back to depth 32 uncertified; read it as unresolved there too.)
+# At the certified depths the trained directions beat the construction of Theorem 5: at margin 1
+# and balanced, their squared norm is at most {glue:text}`rank3-mg-nc` times the construction's
+# from the best depth-2 network, and at most {glue:text}`rank3-mg-nc-best` times the
+# construction's from the best network of any smaller depth of the sweep, so the bound of
+# Theorem 5 holds for them by the theorem's own argument. The same test fails at step
 # {glue:text}`rank3-step0` for {glue:text}`rank3-early-fail` networks: it is not automatic.
 
 # %%
-sep_all = {k: mg[k]["sep"] for k in depths}
 n_not_sep = sum(int((~s).sum()) for s in sep_all.values())
 eps_start = torch.cat([mg[k]["eps"][0][sep_all[k]] for k in depths])
 eps_end = torch.cat([mg[k]["eps"][-1][sep_all[k]] for k in depths])
@@ -548,20 +595,28 @@ def construction_over_trained(k: int, checkpoint: int, refs: list[int]) -> torch
     return best / trained
 
 
-ratio_k2 = torch.cat([construction_over_trained(k, -1, [2]) for k in deeper])
-ratio_best = torch.cat([construction_over_trained(k, -1, [j for j in depths if j < k]) for k in deeper])
+def nan_if_empty(ks: list[int], f) -> torch.Tensor:
+    """The per-network values f(k) concatenated over the depths ks (NaN when there is none)."""
+    return torch.cat([f(k) for k in ks]) if ks else torch.tensor([float("nan")], dtype=D)
+
+
+ratio_k2 = nan_if_empty(cdeep, lambda k: construction_over_trained(k, -1, [2]))
+ratio_best = nan_if_empty(cdeep, lambda k: construction_over_trained(k, -1, [j for j in depths if j < k]))
 early = torch.cat([construction_over_trained(k, 0, [2]) for k in deeper])
-hid_deep = float(mg[depths[-1]]["hid"][sep_all[depths[-1]]].mean())
+k_top = max(cdeep) if cdeep else depths[-1]                  # the deepest certified depth
+hid_top = float(mg[k_top]["hid"][sep_all[k_top]].mean())
 falls = [float(mg[k]["mean_r"][sep_all[k]].mean()) for k in depths]
-hid_rises = [float(mg[k]["hid"][sep_all[k]].mean()) for k in deeper]
 at_cap = [next((st for st, q in zip(steps_rec, mg[k]["hist"].min_margin) if bool((q[sep_all[k]] >= 0.999 * P["margin_cap"]).all())),
                None) for k in depths]
 cap_step = "none" if None in at_cap else max(at_cap)
+uncert = [k for k in depths if k not in cert_at[KKT_TOL]]
 for key, val in {"notsep": n_not_sep, "total": E * len(depths), "cap-step": cap_step, "eps0": f"{float(eps_start.mean()):.3f}",
                  "eps1": f"{float(eps_end.mean()):.3f}", "eps1max": f"{float(eps_end.max()):.3f}",
                  "step0": steps_rec[0], "mg-nc": f"{float((1 / ratio_k2).max()):.3f}",
                  "mg-nc-best": f"{float((1 / ratio_best).max()):.3f}", "early-fail": int((early < 1).sum()),
-                 "lg-mid": f"{hid_deep:.2f}"}.items():
+                 "lg-mid": f"{hid_top:.2f}", "k-top": k_top, "kkt-tol": f"{KKT_TOL:g}",
+                 "cert-depths": ", ".join(map(str, cert_at[KKT_TOL])) or "none",
+                 "uncert-depths": ", ".join(map(str, uncert)) or "none"}.items():
     glue(f"rank3-{key}", val, display=False)
 
 n_sep = min(int(s.sum()) for s in sep_all.values())
@@ -577,36 +632,82 @@ ledger.below("lemma1-kkt-falls", "Lemma 1", f"the KKT residual of Problem 6 fall
              f"step {steps_rec[0]} (end mean {float(eps_end.mean()):.3f}; runs with the scale held at margin "
              f"{P['margin_cap']:g}, a stand-in for late gradient flow)", "-> 0 (KKT point in the limit)",
              float(eps_end.mean() / eps_start.mean()), 0.5, fmt=".3f", items="lemma1", bearing="supports",
-             proxy=True, origin="after-seeds: fixed after the pilot runs of this page")
-ledger.above("thm5-below-construction", "Thm 5 / App. E", "every trained direction (margin 1, balanced) has a "
-             "smaller norm than Theorem 5's construction from the best depth-2 network, at every depth k' > 2 "
-             "(smallest ratio construction / trained)", "||theta*|| <= ||theta'||", float(ratio_k2.min()), 1.0,
-             fmt=".4f", items=["thm5", "sec5-gf"], bearing="supports", proxy=True,
-             origin="theory: the certificate of the proof")
+             proxy=True, origin="after-seeds: fixed after the pilot runs of this page",
+             falsifier="the mean KKT residual at the end is more than half its value at the first checkpoint "
+             "(the runs do not head to KKT points)")
+ledger.holds("kkt-certified", "Lemma 1", f"convergence certificate: depths at which every separating network ends "
+             f"within KKT stationarity and slackness {KKT_TOL:g} (the end states read below; the others are not "
+             "resolved at this budget)", "(a certificate, not a finding)",
+             ", ".join(map(str, cert_at[KKT_TOL])) or "none", len(cdeep) >= 1, tolerance=">= 1 depth k' > 2",
+             items="lemma1", bearing="control", value=len(cdeep), lo=0.5,
+             origin="prior: an (eps, delta)-KKT point with both residuals at most 5% (Lyu & Li's approximate KKT "
+             "points), stated before the runs at 3x the steps")
+ledger.above("thm5-below-construction", "Thm 5 / App. E", "every certified direction (margin 1, balanced) has a "
+             "smaller norm than Theorem 5's construction from the best depth-2 network, at every certified depth "
+             "k' > 2 (smallest ratio construction / trained)", "||theta*|| <= ||theta'||", float(ratio_k2.min()), 1.0,
+             fmt=".4f", items="sec5-gf", bearing="supports", proxy=True,
+             origin="theory: the certificate of the proof",
+             falsifier="a certified direction whose balanced margin-1 norm exceeds the construction's (ratio "
+             "below 1): Theorem 5's argument would then not cover it")
 ledger.above("thm5-deeper-references", "Thm 5 / App. E", "the same against the construction from the best trained "
              "network of every smaller depth of the sweep (smallest ratio)", "||theta*|| <= ||theta'||",
-             float(ratio_best.min()), 1.0, fmt=".4f", items=["thm5", "sec5-gf"], bearing="supports", proxy=True,
-             origin="theory: the certificate of the proof")
+             float(ratio_best.min()), 1.0, fmt=".4f", items="sec5-gf", bearing="supports", proxy=True,
+             origin="theory: the certificate of the proof",
+             falsifier="a certified direction above the construction built from a trained network of a smaller "
+             "depth (ratio below 1)")
 n_early = int((early < 1).sum())
 ledger.holds("thm5-test-early", "Thm 5", f"negative control: at step {steps_rec[0]} some networks fail the same "
              "test (count of networks above the construction's norm)", "(not about them)",
              f"{n_early} of {early.numel()}", n_early >= 1, tolerance=">= 1", items="thm5", bearing="control",
              value=n_early, lo=0.5, origin="prior")
-ledger.between("thm5-srank-2", "Thm 5 (limit 1/sqrt2)", f"hidden-to-hidden layers at depth {depths[-1]} have "
-               "stable rank near 2, not 1 (mean)", "harmonic mean of sqrt(srank) <= ~sqrt2", hid_deep, 1.5, 2.5,
-               fmt=".2f", items="sec5-gf", bearing="supports", proxy=True,
-               origin="after-seeds: fixed after the pilot runs of this page")
-falls_by = min([a - b for a, b in zip(falls, falls[1:])] + [b - a for a, b in zip(hid_rises, hid_rises[1:])])
-ledger.holds("depth-ratio-falls", "Sec. 5", "the mean ratio of the trained directions falls with depth at every "
-             "step of the sweep (towards 1/sqrt2 from above) and the hidden stable rank rises (value: the smallest "
-             "step of either, in the right direction)", "bias towards low rank for deep networks",
+ledger.above("thm5-srank-2", "Thm 5 (limit 1/sqrt2)", f"hidden-to-hidden layers at the deepest certified depth "
+             f"({k_top}) have mean stable rank well above 1: at most about 2 is all Theorem 5 allows (an upper "
+             "bound), and these networks sit near that cap, not near rank 1", "harmonic mean of sqrt(srank) <= ~sqrt2",
+             hid_top, 1.5, fmt=".2f", items="sec5-gf", bearing="qualifies", proxy=True,
+             origin="after-seeds: fixed after the pilot runs of this page",
+             falsifier="mean hidden stable rank below 1.5 at the deepest certified depth (the directions well "
+             "below the cap, towards rank 1)")
+falls_by = min(a - b for a, b in zip(falls, falls[1:]))
+ledger.holds("depth-ratio-falls", "Sec. 5", "layer averaging: the mean ratio over layers falls with depth "
+             "(towards the hidden layers' value near 1/sqrt2) because the share of hidden layers, (k'-2)/k', grows; "
+             "it measures the averaging, not a change of any layer", "-",
              " -> ".join(f"{v:.3f}" for v in falls), falls_by > 0, tolerance="order", items="sec5-gf",
-             bearing="qualifies", proxy=True, value=falls_by, lo=0.0, origin="prior: the order only")
+             bearing="control", value=falls_by, lo=0.0, origin="prior: the order only")
 ledger.below("init-control", "setup", f"a Kaiming start at depth {kd} reaches the same mean ratio as the identity "
              "start (absolute difference of the means)", "-", abs(float(mg_kaiming["mean_r"][mg_kaiming["sep"]].mean())
                                                                - float(mg[kd]["mean_r"][sep_all[kd]].mean())), 0.02,
              fmt=".3f", items="sec5-gf", bearing="control", origin="after-seeds: fixed after the pilot runs of this page")
 
+# %% [markdown]
+# **Analysis settings.** Three settings of this section are choices of the analysis, not of the
+# training: the KKT tolerance of the certificate, the cut-off "well above 1" for the hidden stable
+# rank, and (square-loss section) the cut-off 1.05 for "stable rank 1". The table evaluates each
+# at the value used and two neighbours on the same networks; a verdict that changed between
+# neighbours would make the claim `qualifies`.
+
+# %%
+print("KKT tolerance | certified depths | thm5-below-construction (smallest ratio) | deepest certified: hidden srank")
+for tol in KKT_TOLS:
+    ks = [k for k in cert_at[tol] if k > 2]
+    r_ = nan_if_empty(ks, lambda k: construction_over_trained(k, -1, [2]))
+    top = max(ks) if ks else None
+    print(f"{tol:13g} | {', '.join(map(str, cert_at[tol])) or 'none':16s} | "
+          f"{float(r_.min()):.4f} ({'PASS' if float(r_.min()) > 1 else 'FAIL'})"
+          f"{'':18s} | {float(mg[top]['hid'][sep_all[top]].mean()) if top else float('nan'):.2f}")
+print("cut-off 'well above 1' | thm5-srank-2")
+for cut in (1.25, 1.5, 1.75):
+    print(f"{cut:22g} | {'PASS' if hid_top > cut else 'FAIL'} ({hid_top:.2f})")
+print("cut-off 'stable rank 1' | thm4-rank1")
+for cut in (1.01, 1.05, 1.1):
+    print(f"{cut:23g} | {'PASS' if hid_max < cut else 'FAIL'} ({hid_max:.3f})")
+settings_flip = any((float(nan_if_empty([k for k in cert_at[t] if k > 2],
+                                        lambda k: construction_over_trained(k, -1, [2])).min()) > 1)
+                    != (float(ratio_k2.min()) > 1) for t in KKT_TOLS) \
+    or len({hid_top > c for c in (1.25, 1.5, 1.75)}) > 1 or len({hid_max < c for c in (1.01, 1.05, 1.1)}) > 1
+glue("rank3-settings-flip", "changes" if settings_flip else "does not change", display=False)
+
+# %% [markdown]
+# At these settings the verdict {glue:text}`rank3-settings-flip` between neighbours.
 
 # %%
 fig, axes = plotting.subplots(2, height=3.0)
@@ -646,34 +747,71 @@ plt.close(fig)
 # each depth).
 # ```
 #
-# With the exponential loss the hidden-to-hidden layers at depth {glue:text}`rank3-deep` have
-# mean stable rank {glue:text}`rank3-lg-mid`, as the tail of Theorem 5's construction, which carries
-# the positive and the negative part of the output in two channels (the page measures the stable
-# rank, not whether the trained layers carry those two channels). As depth grows the
-# mean ratio of these networks *falls*, towards $1/\sqrt2$ from above, while the bound of Theorem 5
-# rises towards it from below; with the square loss the mean ratio rises towards 1. Both agree with
-# the theorems, which bound the ratio from below and say nothing about monotonicity. They do not
-# agree with reading "depth helps" as "deeper networks have lower rank": for classification,
-# deeper networks reach stable rank closer to 2 in their hidden layers, not closer to 1.
+# With the exponential loss the hidden-to-hidden layers at the deepest certified depth,
+# {glue:text}`rank3-k-top`, have mean stable rank {glue:text}`rank3-lg-mid`, as the tail of
+# Theorem 5's construction, which carries the positive and the negative part of the output in two
+# channels (the page measures the stable rank, not whether the trained layers carry those two
+# channels). Theorem 5 gives an *upper* bound: the harmonic mean of $\mathrm{srank}^{1/2}$ is at
+# most about $\sqrt2$, so stable rank 1 would satisfy it as well; the trained directions sit near
+# the cap, not below it (claim `thm5-srank-2`).
+#
+# **The mean ratio over layers is an average.** For a network with hidden layers of ratio $r_h$,
+# a first layer of ratio $r_1$ and a last layer of one row (ratio 1), the mean ratio is
+# $(r_1+1+(k'-2)r_h)/k'$, which moves towards $r_h$ as $k'$ grows whatever the layers do. For the
+# square loss $r_h=1$ at every depth (claim `thm4-rank1`), so the mean rises towards 1
+# (`thm4-ratio-rises`); for the exponential loss $r_h\approx1/\sqrt2$, so it falls towards
+# $1/\sqrt2$ (`depth-ratio-falls`). Both are controls: depth does not move the two losses in
+# opposite directions; it moves the average towards the value of the hidden layers in both. What
+# does change from layer to layer is measured directly: the hidden stable rank of the
+# exponential-loss directions by depth, read only where the end state is certified. At this
+# budget one depth is certified, so whether the hidden stable rank changes with depth is **not
+# resolved at this budget**; the runs at three times the steps below answer it.
+#
+# **At three times the steps.** The same page at `IMPLICIT_BIAS_BUDGET=3` (every step count x3:
+# exponential-loss steps, descent steps):
+#
+# ```
+# PYTHONPATH=$PWD/lib python -m implicit_bias.book execute chapters/rank_minimization/04_depth_helps.py --budget 3 --out-dir _build/runs/x3
+# ```
+#
+# | at 3x the steps (seed 0) | value |
+# |---|---|
+# | depths certified as KKT points (tolerance 0.05; 0.025: 16; 0.1: 8, 16, 32) | 16, 32 |
+# | mean KKT stationarity at the end, $k'=$ 2, 4, 8, 16, 32 | 0.126, 0.074, 0.033, 0.014, 0.017 |
+# | hidden stable rank, $k'=$ 4, 8, 16, 32 (certified: 16, 32) | 1.70, 1.83, 1.92, 1.95 |
+# | `thm5-below-construction` over the certified depths (smallest ratio) | 1.0341 |
+# | square loss: norm / construction's over $k'>2$ (at $k'=32$) | 1.0003-1.0110 (1.0003-1.0011) |
+#
+# More steps certify one more depth (16), and there the reading is the same: the certified
+# directions beat the construction and have hidden stable rank near 2, rising from 1.92 at depth
+# 16 to 1.95 at depth 32. Below depth 16 the end state is not certified even at 3x the steps, so
+# whether the hidden stable rank keeps rising from shallower depths is not resolved (the values
+# there, 1.70 and 1.83, are the same at both budgets but are not read). For the square loss, more
+# descent steps bring every interpolant closer to the construction's norm, still from above: none
+# is at or below it at either budget, which is what one expects if the descent converges to a
+# network like the construction; the theorem's argument covers such a limit, not these iterates.
 #
 # ## Conclusion
 #
-# The constructions behind Theorems 4 and 5 are exact. The networks that gradient methods find
-# satisfy the theorems' conclusions at every depth up to {glue:text}`rank3-deep`: minimum-norm
-# interpolants of the square loss have the structure of the construction of Theorem 4 (hidden
-# layers of rank 1) and a norm within {glue:text}`rank3-sq-nc-dev` of its norm, so the theorem's
-# argument covers those at or below it, and for the others the bound is measured, not implied;
-# the directions reached on the exponential loss have smaller norms than the construction of
-# Theorem 5, so its bound holds for them by the theorem's own argument. Both are local solutions (KKT points, approached but not reached in this
-# budget), not the global minimisers of the theorems; for the exponential loss the comparison of
-# norms is what makes the bound apply to them anyway. "Low rank" for classification means "stable rank about 2 in the hidden layers", as the
-# remark after Theorem 5 says, and depth brings the networks closer to that value, not to 1.
+# The constructions behind Theorems 4 and 5 and the chain of inequalities of their proofs are
+# exact. For the square loss, projected descent of the norm finds KKT points of Problem 2 with
+# rank-1 hidden layers and mean ratios above Theorem 4's bound at every depth up to
+# {glue:text}`rank3-deep`; but {glue:text}`rank3-sq-nc-phrase`: the bound holds on them as a
+# measurement, not as a consequence of the theorem. For the exponential loss, the directions certified as KKT points of Problem 6 have
+# smaller norms than the construction of Theorem 5, so its bound holds for them by the theorem's
+# own argument; the directions not certified at this budget are not read. None of these networks
+# is a global minimiser that the theorems are about. "Low rank" for classification means "stable
+# rank at most about 2 in the hidden layers", as the remark after Theorem 5 says, and the
+# certified directions sit at that cap, not below it; the trends of the mean ratio with depth are
+# layer averaging.
 #
 # **How the tolerances are set.** The constructions are exact, so they are compared at
 # $10^{-12}$. The norm comparisons and bound checks have no tolerance (the ratio must be at least
 # 1, the mean ratio above the bound). The KKT residual of the minimum-norm interpolants must be
-# below 0.1 (a loose convergence check, not a finding). "Stable rank 1" is tested as at most 1.05
-# and "near 2" as in $[1.5,2.5]$; the mean KKT residual of Problem 6 must fall by half between
+# below 0.1 (a loose convergence check, not a finding); the directions of the exponential loss are
+# read where both KKT residuals of Problem 6 are at most 0.05 (fixed before the runs at 3x the
+# steps; the table above shows 0.025 and 0.1). "Stable rank 1" is tested as at most 1.05
+# and "well above 1" as above 1.5; the mean KKT residual of Problem 6 must fall by half between
 # step {glue:text}`rank3-step0` and the end; two starts agree when their mean ratios differ by at
 # most 0.02; the norms of the minimum-norm interpolants must lie within 10% of the construction's
 # (a check of the stand-in, not a finding). These thresholds were fixed after the pilot runs that led to this version of the
