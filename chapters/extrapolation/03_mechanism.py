@@ -458,19 +458,23 @@ glue("ocs3-out-ln", float(ratios["layer"][-1, last]), display=False)
 glue("ocs3-kl-uniform", kl_uniform, display=False)
 F4N = dict(items="fig4-norms", proxy=True, origin="prior")
 ledger.below("norm-output-nn", "Fig. 4", f"no norm: log output-layer norm ratio at severity 5 ({HI})",
-             "decreases with shift", ub(log_r[None][:, -1, last]), 0.0, fmt=".2f", bearing="supports", **F4N)
+             "decreases with shift", ub(log_r[None][:, -1, last]), 0.0, fmt=".2f", bearing="supports", **F4N,
+             falsifier="the output-layer norm ratio at severity 5 is not below 1 by 2 SE for the networks without normalisation")
 ledger.below("norm-depth-nn", "Fig. 4", f"no norm: log output ratio minus log conv-1 ratio, severity 5 ({HI})",
              "more pronounced with depth", ub(log_r[None][:, -1, last] - log_r[None][:, -1, 1]), 0.0, fmt=".2f",
-             bearing="supports", **F4N)
+             bearing="supports", **F4N,
+             falsifier="the output layer does not shrink more than the first convolution by 2 SE (no norm)")
 ledger.below("norm-trend-nn", "Fig. 4", f"no norm: Spearman(severity, output ratio) ({HI})",
              "decreases with shift",
              ub([ocs.spearman(SEVERITIES, ratios_runs[None][r, :, last]) for r in range(P["runs"])]), 0.0, fmt=".2f",
-             bearing="supports", **F4N)
+             bearing="supports", **F4N,
+             falsifier="the output norm ratio is not negatively rank-correlated with the severity by 2 SE (no norm)")
 ledger.above("norm-depth-bnln", "Fig. 11",
              f"BN and LN: log output ratio minus log conv-1 ratio, severity 5, worse of the two ({LO})",
              "same trends with BN/LN (contradicted)",
              min(lb(log_r[n][:, -1, last] - log_r[n][:, -1, 1]) for n in ("batch", "layer")), 0.0, fmt=".2f",
-             items="fig11", bearing="contradicts", proxy=True, origin="prior")
+             items="fig11", bearing="contradicts", proxy=True, origin="prior",
+             falsifier="with BatchNorm and with LayerNorm the output layer shrinks at least as much as the first convolution (the paper's 'same trends')")
 print(f"projection ratio, severity 0 minus severity 5, over networks: mean - {K_SE:g} SE, mean + {K_SE:g} SE")
 for n in NORMS:
     t = proj_runs[n][:, 0] - proj_runs[n][:, -1]
@@ -479,7 +483,8 @@ ledger.below("proj-flat-nn", "Fig. 4", f"no norm: projection ratio, sev 0 minus 
              "decreases with shift (not reproduced)",
              ub(proj_runs[None][:, 0] - proj_runs[None][:, -1]), 0.05, fmt=".3f", items="fig4-proj",
              bearing="contradicts", proxy=True,
-             origin="after-seeds: the first version also claimed BN and LN and was weakened on further seeds; 0.05 is a small fraction of the paper's axis")
+             origin="after-seeds: the first version also claimed BN and LN and was weakened on further seeds; 0.05 is a small fraction of the paper's axis",
+             falsifier="the projection ratio falls from severity 0 to 5 by 0.05 or more at the upper 2-SE end (the paper's trend)")
 glue("ocs3-proj-ln-0", float(proj["layer"][0]), display=False)
 glue("ocs3-proj-ln-5", float(proj["layer"][-1]), display=False)
 rows = [row for n in NORMS for row in const[n]]
@@ -496,11 +501,13 @@ for n in NORMS:
 log_const = {n: [np.log(row["d_c"] / row["d_id"]) for row in const[n]] for n in NORMS}
 ledger.above("const-mse-nn-bn", "Fig. 4", f"no norm and BN: log(|c_k - f*|^2 / mean ID distance), worse of the two ({LO})",
              "constants mirror the OCS (contradicted)", min(lb(log_const[n]) for n in (None, "batch")), 0.0, fmt=".2f",
-             items="fig4-const", bearing="contradicts", proxy=True, origin="after-seeds: written after seeing seed 0")
+             items="fig4-const", bearing="contradicts", proxy=True, origin="after-seeds: written after seeing seed 0",
+             falsifier="without normalisation or with BatchNorm the reward networks' constant is not farther from the OCS than their in-distribution predictions by 2 SE")
 ledger.below("const-mse-ln-vs-nn", "Fig. 4", f"log(|c_k - f*|^2 / mean ID distance), LayerNorm minus no norm ({HI})",
              "constants mirror the OCS", ub(np.array(log_const["layer"]) - np.array(log_const[None])), 0.0, fmt=".2f",
              items="fig4-const", bearing="qualifies", proxy=True,
-             origin="after-seeds: replaces const-mse-ln (closer than the in-distribution predictions), which failed on seed 4")
+             origin="after-seeds: replaces const-mse-ln (closer than the in-distribution predictions), which failed on seed 4",
+             falsifier="the LayerNorm constant is not closer to the OCS than the un-normalised one by 2 SE")
 # the outcome on the same networks
 for n in NORMS:
     print(f"  {NORM_NAMES[n]:<10} mse: log output norm ratio sev 5 {lb(np.log(out_mse[n][:, -1])):.3f} .. {ub(np.log(out_mse[n][:, -1])):.3f};"
@@ -513,24 +520,30 @@ drop = {key: D[:, 0] - D[:, -1] for key, D in outcome.items()}
 log_out_mse = {n: np.log(out_mse[n][:, -1]) for n in NORMS}
 ledger.above("ce-reverts-nn-ln", "Fig. 11", f"CE, no norm and LN: KL sev 0 minus sev 5, worse of the two ({LO})",
              "predictions revert with every normalisation (BN not resolved here)", min(lb(drop[n, "ce"]) for n in (None, "layer")), 0.0,
-             fmt=".3f", items="fig11", bearing="qualifies", proxy=True, origin="after-seeds: written after seeing seed 0")
+             fmt=".3f", items="fig11", bearing="qualifies", proxy=True, origin="after-seeds: written after seeing seed 0",
+             falsifier="without normalisation or with LayerNorm the classifiers' KL at severity 5 is not below its clean value by 2 SE")
 ledger.above("mse-toward-constant", "Sec. 4.1", f"rewards, no norm and BN: |f - c_k|^2 sev 0 minus sev 5, the worse ({LO})",
              "outputs dominated by the constants", min(lb(to_const[n][:, 0] - to_const[n][:, -1]) for n in (None, "batch")), 0.0,
              fmt=".2f", items="mechanism", bearing="supports", proxy=True,
-             origin="after-seeds: written after seed 0 for every norm; LayerNorm left out after its fall was within noise on seed 1")
+             origin="after-seeds: written after seed 0 for every norm; LayerNorm left out after its fall was within noise on seed 1",
+             falsifier="without normalisation or with BatchNorm the reward predictions at severity 5 are not closer to their own constant than the clean ones by 2 SE")
 ledger.below("mse-nn-norm-shrinks", "Fig. 4", f"rewards, no norm: log output norm ratio at sev 5 ({HI})",
              "decreases with shift", ub(log_out_mse[None]), 0.0, fmt=".2f", items="fig4-norms", bearing="supports",
-             proxy=True, origin="after-seeds: written after seeing seed 0")
+             proxy=True, origin="after-seeds: written after seeing seed 0",
+             falsifier="the reward networks' output norm ratio at severity 5 is not below 1 by 2 SE (no norm)")
 ledger.above("mse-nn-away", "Sec. 4.1", f"rewards, no norm: distance to the OCS sev 5 minus sev 0 ({LO})",
              "smaller norms, closer to the OCS (contradicted)", lb(-drop[None, "mse"]), 0.0, fmt=".2f",
-             items=["mechanism", "hypothesis"], bearing="contradicts", proxy=True, origin="after-seeds: written after seeing seed 0")
+             items=["mechanism", "hypothesis"], bearing="contradicts", proxy=True, origin="after-seeds: written after seeing seed 0",
+             falsifier="the un-normalised reward networks' distance to the OCS at severity 5 is not above its clean value by 2 SE (they revert)")
 ledger.above("mse-ln-reverts", "Fig. 11", f"rewards, LN: distance to the OCS sev 0 minus sev 5 ({LO})",
              "predictions revert (here only with LN)", lb(drop["layer", "mse"]), 0.0, fmt=".2f", items=["fig11", "hypothesis"],
-             bearing="qualifies", proxy=True, origin="after-seeds: written after seeing seed 0")
+             bearing="qualifies", proxy=True, origin="after-seeds: written after seeing seed 0",
+             falsifier="the LayerNorm reward networks' distance to the OCS at severity 5 is not below its clean value by 2 SE")
 ledger.above("mse-ln-shrinks-less", "Fig. 11", f"rewards: log output norm ratio at sev 5, LN minus no norm ({LO})",
              "smaller norms, closer to the OCS (not needed here)", lb(log_out_mse["layer"] - log_out_mse[None]), 0.0,
              fmt=".2f", items=["mechanism", "fig11"], bearing="qualifies", proxy=True,
-             origin="after-seeds: replaces 'LN output norm within 20% of clean', which failed on seed 1")
+             origin="after-seeds: replaces 'LN output norm within 20% of clean', which failed on seed 1",
+             falsifier="the LayerNorm reward networks' output norm does not shrink less than the un-normalised ones' by 2 SE")
 glue("ocs3-mse-ln-out", float(out_mse["layer"][:, -1].mean()), display=False)
 glue("ocs3-mse-nn-out", float(out_mse[None][:, -1].mean()), display=False)
 glue("ocs3-mse-bn-out", float(out_mse["batch"][:, -1].mean()), display=False)

@@ -157,7 +157,8 @@ ledger.below("d1-margin-discretisation", "Lemma D.1 (Lyu & Li)", "the normalised
              vtol=0.2)  # a ratio of the largest round-off-sized margin decreases: 0.26 here, 0.15 with generic CPU kernels
 ledger.above("d1-direction", "Lemma D.1", "the parameter direction converges (cosine between T/2 and T)",
              "converges in direction", min(float(c.min()) for c in cosines.values()), 0.95, fmt=".4f",
-             items="lemD1", bearing="supports", origin="prior")
+             items="lemD1", bearing="supports", origin="prior",
+             falsifier="the cosine between the parameter directions at T/2 and T is below 0.95 (no directional convergence within the run)")
 ledger.below("d1-balanced", "proof of Lemma D.4", "layers end balanced: max/min Frobenius norm",
              "||W_i||_F all equal at the optimum", max(float(b.max()) for b in balance.values()), 1.05, fmt=".4f",
              items="setting-homogeneous", bearing="control", origin="prior")
@@ -282,7 +283,8 @@ print(f"smallest relative slack of the chain inequality (test and OOD inputs, ev
 ledger.above("p41-margin-kept", "Prop. 4.1", "held-out fraction with margin >= the smallest training margin",
              "1 - O~(sqrt(log(1/delta)/N) + ...) (its bound is vacuous here: d2-vacuous)", frac_min, 0.8, items="prop41",
              bearing="qualifies",
-             origin="prior: 1 - sqrt(log(20)/N) rounded down")
+             origin="prior: 1 - sqrt(log(20)/N) rounded down",
+             falsifier="fewer than 80% of held-out points reach the smallest training margin")
 # a control: the OOD set is drawn uniformly on the sphere, off the training clusters, so its features
 # are smaller by construction of the data for any network that has fitted the clusters
 ledger.below("p41-ood-smaller", "Sec. 4 (mechanism)", "OOD features at the last hidden layer are smaller than held-out ones (norm ratio; OOD set built off the clusters)",
@@ -406,24 +408,30 @@ ledger.holds("d4-proof-bound", "Lemma D.4, eq. 7 (Timor et al. Thm 5)", "rho_bar
              "holds at the global optimum (trained nets: KKT points, not certified optima)", ", ".join(f"{float((rho_bar[L].numpy() - bounds[L][0]).min()):+.3f}" for L in deeper),
              all(bool((rho_bar[L].numpy() >= bounds[L][0]).all()) for L in deeper), "min margin >= 0 per depth",
              items="lemD4-eq7", bearing="qualifies", origin="theory",
-             value=min(float((rho_bar[L].numpy() - bounds[L][0]).min()) for L in deeper), lo=0.0)
+             value=min(float((rho_bar[L].numpy() - bounds[L][0]).min()) for L in deeper), lo=0.0,
+             falsifier="some trained member at depth L > 2 has a mean spectral-to-Frobenius ratio below the proof's eq. 7 bound")
 ledger.holds("d4-statement-exceeds", "Lemma D.4 (as stated)", f"at depth {L_max} the printed bound C_1^(1/L) sqrt(L/(L+1)) exceeds the measured rho_bar (every member)",
              "rho_bar >= C_1^(1/L) sqrt(L/(L+1)) -> 1 (at a global optimum; not certified here)", f"{float((bounds[L_max][1] - rho_bar[L_max].numpy()).min()):+.3f}",
              bool((bounds[L_max][1] > rho_bar[L_max].numpy()).all()), "bound - rho_bar > 0",
              items="lemD4", bearing="qualifies", origin="theory",
-             value=float((bounds[L_max][1] - rho_bar[L_max].numpy()).min()), lo=0.0)
+             value=float((bounds[L_max][1] - rho_bar[L_max].numpy()).min()), lo=0.0,
+             falsifier="at depth 8 some member's measured ratio reaches the printed bound C_1^(1/L) sqrt(L/(L+1)) (the printed bound holds for it)")
 ledger.below("d4-rho-decreases", "Lemma D.4 / Sec. 4.2", f"rho_bar falls with depth: rho_bar({L_max}) - rho_bar({depths[0]}) (max over members)",
              "low rank 'exacerbated by depth', -> rank 1", float((rho_bar[L_max] - rho_bar[depths[0]]).max()), 0.0,
-             items="claim-rank1", bearing="contradicts", origin="prior")
+             items="claim-rank1", bearing="contradicts", origin="prior",
+             falsifier="for some member the mean ratio at depth 8 is not below its value at depth 2 (low rank grows with depth, as the paper reads)")
 ledger.above("d4-rank-two", "Lemma D.4 (book)", f"depth {L_max}: s2/s1 averaged over the middle layers is nearer 1 (rank 2) than 0 (rank 1); worst member",
              "nearly rank 1 (s2/s1 -> 0)", float(s21_mean.min()), 0.5, items="claim-rank1",
-             bearing="contradicts", origin="theory: midpoint of rank one (0) and rank two (1)")
+             bearing="contradicts", origin="theory: midpoint of rank one (0) and rank two (1)",
+             falsifier="at depth 8 some member's s2/s1 averaged over the middle layers is below 0.5 (nearer rank one)")
 ledger.below("d4-not-rank-three", "Lemma D.4 (book)", f"depth {L_max}: the third singular value is small in every middle layer, max s3/s1",
-             "nearly rank 1", float(s31.max()), 0.5, items="claim-rank1", bearing="qualifies", origin="prior")
+             "nearly rank 1", float(s31.max()), 0.5, items="claim-rank1", bearing="qualifies", origin="prior",
+             falsifier="some middle layer at depth 8 has s3/s1 of 0.5 or more")
 ledger.below("d4-rho-near-sqrt2", "Lemma D.4 (book)", f"depth {L_max}: mean middle-layer ||W||_op/||W||_F is nearer 1/sqrt2 than 1 (< 0.854); worst member",
              "-> 1 (at a global optimum; not certified here)", float(rho_mid_mean.max()), (1 + 1 / math.sqrt(2)) / 2,
              items="lemD4", bearing="qualifies",
-             origin="theory: midpoint of 1/sqrt2 and 1")
+             origin="theory: midpoint of 1/sqrt2 and 1",
+             falsifier="at depth 8 some member's mean ratio is 0.854 or more (nearer 1, rank one, than 1/sqrt2)")
 
 # %%
 fig, axes = plotting.subplots(2)
@@ -533,17 +541,21 @@ for name, value in {"th-tight-1": tight[1], "th-tight-2": tight[2], "th-out-rati
     glue(name, value, display=False)
 
 ledger.above("t41-rank2-tighter", "Thm. 4.1 (book)", "the rank-2 split is tighter than the rank-1 split: E[|f|/bound] for k=2 minus k=1",
-             "rank-1 projections suffice", tight[2] - tight[1], 0.0, items="thm41", bearing="qualifies", origin="prior")
+             "rank-1 projections suffice", tight[2] - tight[1], 0.0, items="thm41", bearing="qualifies", origin="prior",
+             falsifier="the rank-2 split is not tighter on average than the rank-1 split (difference of E[|f|/bound] not above 0)")
 # the outputs of OOD inputs are smaller, but not through the theorem's premise: at the middle layer the OOD
 # features keep the held-out share of the top-2 subspace (printed above), so this row qualifies Thm. 4.1
 ledger.below("t41-ood-output", "Thm. 4.1 / Sec. 4", f"OOD outputs are smaller than held-out outputs at depth {L_max}, with the middle-layer projections as large as held-out ones: E_OOD|f| / E_test|f| (worst member)",
-             "small projections make outputs collapse OOD", float(out_ratio.max()), 1.0, items="thm41", bearing="qualifies",
-             origin="theory: 1 = no change")
+             "small projections make outputs collapse OOD", float(out_ratio.max()), 1.0, items="thm41", bearing="control",
+             origin="theory: 1 = no change; a control after review: uniform points on the sphere against a network "
+                    "trained to large margins on clustered data give smaller outputs by construction (as p41-ood-smaller), "
+                    "so no run could fail it; t41-premise-absent carries the finding")
 premise_gap = float(proj_ratio[1].min() - out_ratio.max())
 ledger.above("t41-premise-absent", "Thm. 4.1", f"the premise: OOD / held-out rank-1 projection at the middle layer (smallest member) minus OOD / held-out E|f| (largest member), depth {L_max}",
              "OOD features have small projections, hence small outputs", premise_gap, 0.0, fmt=".2f", items="thm41",
              bearing="qualifies", origin="after-seeds: 'projection ratio above 0.8' (0.91-0.93 on seed 0) failed on seeds 2 "
-                                         "and 4 (0.74, 0.80); restated as: the projections shrink less than the outputs")
+                                         "and 4 (0.74, 0.80); restated as: the projections shrink less than the outputs",
+             falsifier="the OOD rank-1 projection at the middle layer is smaller, relative to the held-out one, than the OOD output relative to the held-out output (the premise could explain the small outputs)")
 
 # %% [markdown]
 # The split bound holds for every input, as it must for any weights (the largest relative
@@ -633,17 +645,20 @@ for name, value in {"th-homog": homog, "th-bias-share": share, "th-agree-M": agr
 
 print(f"input homogeneity f~(lambda x) - b = lambda (f~(x) - b), largest relative error: {homog:.1e}")
 ledger.below("p42-bias-settles", "Prop. 4.2 (book)", "the bias settles: |b_T - b_{T/2}| / max(1, |b_T|), worst member",
-             "b grows along sum_M y_k", settle, 0.05, items="prop42", bearing="contradicts", origin="prior")
+             "b grows along sum_M y_k", settle, 0.05, items="prop42", bearing="contradicts", origin="prior",
+             falsifier="some member's output bias still moves by 5% or more of its size between T/2 and T")
 # a control: with margins growing like ||theta||^L, a bias that settles is negligible by construction
 ledger.below("p42-bias-negligible", "Prop. 4.2 (book)", "the bias is negligible against the outputs: |b| / E|f - b| (worst member)",
              "b ~ OCS direction", share, 1e-3, fmt=".2g", items="prop42", bearing="control",
              origin="after-seeds: 1e-6 with 3000 steps and 3 members; 1e-3 since the run has 48 members and 1500 steps")
 ledger.below("p42-sign-margin", "Prop. 4.2", f"sign(b) = sign(label sum of the margin points): upper end of the 95% interval over {n_M} members",
              "in every member (b ~ sum_M y_k)", ci_M[1], 0.9, fmt=".2f", items="prop42", bearing="contradicts",
-             origin="prior: the proposition predicts every member; 0.9 leaves room for misidentified margin points")
+             origin="prior: the proposition predicts every member; 0.9 leaves room for misidentified margin points",
+             falsifier="the upper end of the 95% interval of the sign agreement with the margin points' label sum is 0.9 or more (consistent with the proposition's 'every network')")
 ledger.below("p42-sign-ocs", "Prop. 4.2", f"sign(b) = sign of the OCS (majority class): upper end of the 95% interval over {Eb} members",
              "b points like the OCS (when the margin points have the label marginal)", ci_ocs[1], 0.9, fmt=".2f",
-             items="prop42", bearing="qualifies", origin="prior")
+             items="prop42", bearing="qualifies", origin="prior",
+             falsifier="the upper end of the 95% interval of the sign agreement with the OCS is 0.9 or more")
 
 # %%
 fig, axes = plotting.subplots(2)

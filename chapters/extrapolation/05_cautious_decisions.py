@@ -245,15 +245,19 @@ ledger.below("sc-never-abstains", "Fig. 6", "standard classification: largest ab
              origin="prior: abstain is never a label, so its logit is pushed down by construction")
 ledger.above("rp-abstain-rises", "Fig. 6", "reward prediction: Spearman(severity, abstain ratio), worst shift and member",
              "abstains more with shift", rho_min, 0.8, items=["fig6", "sec5-design"], bearing="supports", proxy=True,
-             origin="prior")
+             origin="prior",
+             falsifier="for some shift or member the reward policy's abstain ratio has a rank correlation with the severity below 0.8")
 ledger.above("rp-abstain-top", "Fig. 6", "reward prediction: abstain ratio at the two top levels (worst shift)",
              "mostly abstains far OOD", float(rp_top.min()), 0.5, items="fig6", bearing="supports", proxy=True,
-             origin="prior")
+             origin="prior",
+             falsifier="for some shift the reward policy abstains on less than half of the inputs at the two top severities")
 ledger.below("clean-equal", "Fig. 7", "clean data: |reward(RP) - reward(SC)|", "similar on the training distribution",
-             clean_gap, 0.05, items="fig7", bearing="supports", proxy=True, origin="prior")
+             clean_gap, 0.05, items="fig7", bearing="supports", proxy=True, origin="prior",
+             falsifier="on clean data the two policies' rewards differ by 0.05 or more")
 ledger.above("rp-beats-sc-far", "Fig. 7", f"reward(RP) - reward(SC) at the two top levels ({', '.join(gap_kinds)}; worst)",
              "RP increasingly outperforms SC", min(gap_top.values()), 0.5, items=["fig7", "sec5-design"],
-             bearing="supports", proxy=True, origin="prior")
+             bearing="supports", proxy=True, origin="prior",
+             falsifier="for some of blur, contrast and clipped noise the reward policy beats standard classification by less than 0.5 at the two top severities")
 ledger.above("oracle-upper", "Fig. 7", "reward(oracle) - reward(RP), worst shift and level", "oracle is the upper reference",
              oracle_margin, -0.05, items="fig7", bearing="control", proxy=True,
              origin="prior: the oracle is calibrated on the labelled shifted set itself")
@@ -311,10 +315,12 @@ glue("cd-digit-a0", abst_digit[0], display=False)
 glue("cd-digit-alast", abst_digit[-1], display=False)
 ledger.below("fig5-toward-ocs", "Fig. 5", f"digit {digit} under blur: ||mean f - f*||^2 at severity {show_sevs[-1]} / at 0",
              "mean prediction approaches the OCS", dist[-1] / dist[0], 1.0, items="fig5", bearing="supports", proxy=True,
-             origin="theory: 1 = no change")
+             origin="theory: 1 = no change",
+             falsifier="the mean prediction on blurred 6s at severity 4 is not closer to the OCS than the clean one (ratio 1 or more)")
 ledger.above("fig5-abstain", "Fig. 5", f"digit {digit}: abstain fraction at blur {show_sevs[-1]} minus at 0",
              "the policy shifts to abstain", abst_digit[-1] - abst_digit[0], 0.0, items="fig5", bearing="supports",
-             proxy=True, origin="prior")
+             proxy=True, origin="prior",
+             falsifier="the policy does not abstain more often on blurred 6s at severity 4 than on clean ones")
 
 # %% [markdown]
 # ```{glue:figure} fig-cd-digit

@@ -578,20 +578,25 @@ F8 = dict(items="fig8", proxy=True)
 # --- adversarial inputs
 ledger.above("fgsm-ood", "Fig. 8", f"FGSM eps max: OOD score minus clean score, worst network ({LO})",
              "adversarial set is more OOD", min(lb(adv_ood[c][:, e_max] - clean_score) for c in CONFIGS), 0.0, fmt=".3f",
-             bearing="supports", origin="prior", **F8)
+             bearing="supports", origin="prior", **F8,
+             falsifier="for some network the OOD score of the iterated-FGSM set at the largest budget is not above the clean score by 2 SE")
 ledger.above("fgsm-mse-farther", "Fig. 8", f"rewards, iterated FGSM eps max: distance minus clean distance, worse arch ({LO})",
              "farther from the OCS", min(lb(adv_dist[a, "mse"][:, e_max] - dist[a, "mse"][:, 0, 0]) for a in ARCHS), 0.0,
-             bearing="supports", origin="prior", **F8)
+             bearing="supports", origin="prior", **F8,
+             falsifier="for some architecture the reward model's distance on iterated-FGSM inputs at the largest budget is not above its clean distance by 2 SE")
 ledger.above("fgsm-ce-budget", "Fig. 8", f"CE, iterated FGSM: KL at eps max minus KL at eps min, worse arch ({LO})",
              "farther from the OCS (than clean)",
              min(lb(adv_dist[a, "ce"][:, e_max] - adv_dist[a, "ce"][:, 0]) for a in ARCHS), 0.0, fmt=".3f",
-             bearing="qualifies", origin="after-seeds: replaced 'farther than the matched blur' after seed 0", **F8)
+             bearing="qualifies", origin="after-seeds: replaced 'farther than the matched blur' after seed 0", **F8,
+             falsifier="for some architecture the classifiers' KL at the largest FGSM budget is not above the KL at the smallest by 2 SE")
 ledger.above("fgsm1-ce-small-eps", "book (one FGSM step)", f"CE, a single FGSM step of eps min (not the paper's iterated attack): clean KL minus adversarial KL, worse arch ({LO})",
              "farther from the OCS", min(lb(dist[a, "ce"][:, 0, 0] - one_step_dist[a, "ce"][:, 0]) for a in ARCHS), 0.0,
-             fmt=".3f", bearing="qualifies", origin="after-seeds: added after seeing seed 0", **F8)
+             fmt=".3f", bearing="qualifies", origin="after-seeds: added after seeing seed 0", **F8,
+             falsifier="for some architecture one FGSM step of the smallest budget does not lower the classifiers' KL below its clean value by 2 SE")
 ledger.above("blur-matched", "Fig. 3", f"blur at the score of FGSM eps max: clean minus blurred distance, worst ({LO})",
              "benign shift reverts", min(lb(dist[c][:, 0, 0] - blur_dist[c][:, e_max]) for c in CONFIGS), 0.0, fmt=".3f",
-             items="fig3", bearing="supports", proxy=True, origin="prior")
+             items="fig3", bearing="supports", proxy=True, origin="prior",
+             falsifier="for some network blur at the OOD score of the strongest attack does not bring the distance below its clean value by 2 SE")
 # a control: the unclipped attack moves every pixel by up to eps, adding energy to the input
 ledger.above("fgsm-norms", "Fig. 8", f"FGSM eps max: log norm ratio, smallest over layers, worst network ({LO})",
              "larger at all layers",
@@ -600,7 +605,8 @@ ledger.above("fgsm-norms", "Fig. 8", f"FGSM eps max: log norm ratio, smallest ov
 ledger.below("blur-matched-norms", "Fig. 4", f"blur at the score of FGSM eps max: log output norm ratio, worst ({HI})",
              "smaller in later layers",
              max(ub(np.log(blur_norms[c][:, e_max, last[c[0]]])) for c in CONFIGS), 0.0, fmt=".2f",
-             items="fig4-norms", bearing="supports", proxy=True, origin="prior")
+             items="fig4-norms", bearing="supports", proxy=True, origin="prior",
+             falsifier="for some network blur at the OOD score of the strongest attack does not shrink the output-layer norm (ratio not below 1 by 2 SE)")
 # --- the shifts (the guide's pilot and the hypothesis; impulse noise on digit models is not Fig. 9)
 HYP = dict(items="hypothesis", proxy=True)
 KL_FALLS = dict(items="fig3", proxy=True, bearing="supports",
@@ -609,28 +615,33 @@ gn, rot, bl = A["gaussian_noise"], A["rotation"], A["blur"]
 ledger.above("noise-mse-away", "pilot / Sec. 3.1", f"rewards, unclipped noise: distance sev 5 minus sev 0, worse arch ({LO})",
              "reverts (contradicted; guide's pilot: fails)",
              min(lb(dist[a, "mse"][:, gn, -1] - dist[a, "mse"][:, gn, 0]) for a in ARCHS),
-             0.0, bearing="contradicts", origin="prior", **HYP)
+             0.0, bearing="contradicts", origin="prior", **HYP,
+             falsifier="for some architecture the reward model's distance under unclipped noise of severity 5 is not above its clean value by 2 SE (it reverts)")
 for kind, cid, label in (("gaussian_noise", "noise-ce-reverts", "unclipped noise"),
                          ("impulse_noise", "impulse-ce-reverts", "impulse noise"), ("blur", "blur-ce-reverts", "blur")):
     ledger.below(cid, "Fig. 3", f"CE, {label}: KL sev 5 minus sev 0, worse arch ({HI})", "distance falls with the shift",
                  max(ub(dist[a, "ce"][:, A[kind], -1] - dist[a, "ce"][:, A[kind], 0]) for a in ARCHS), 0.0, fmt=".3f",
-                 **KL_FALLS)
+                 **KL_FALLS, falsifier=f"for some architecture the classifiers' KL under {label} of severity 5 is not "
+                                       "below its clean value by 2 SE")
 impulse_mse = max(ub(np.log(dist[a, "mse"][:, imp, -1] / dist[a, "mse"][:, imp, 0])) for a in ARCHS)
 glue("ocs6-impulse-mse-bound", float(np.exp(impulse_mse)), display=False)
 ledger.below("impulse-mse-bounded", "Sec. 3.1", f"rewards, impulse noise: log(distance sev 5 / sev 0), worse arch ({HI})",
              "reverts", impulse_mse, IMPULSE_BOUND, fmt=".3f", bearing="qualifies",
-             origin=IMPULSE_ORIGIN, **HYP)
+             origin=IMPULSE_ORIGIN, **HYP,
+             falsifier="for some architecture the reward model's distance under impulse noise of severity 5 exceeds its clean value by more than 10% at the upper 2-SE end")
 ROT_MID = 2  # the interior severity (30 degrees), fixed before the U-shape test
 ledger.above("rotation-ce-u", "pilot / Sec. 3.1", f"CE, rotation: KL at 0 and at 90 degrees minus KL at 30 degrees, the smaller, worse arch ({LO})",
              "reverts (guide's pilot: non-monotone)",
              min(min(lb(dist[a, "ce"][:, rot, 0] - dist[a, "ce"][:, rot, ROT_MID]),
                      lb(dist[a, "ce"][:, rot, -1] - dist[a, "ce"][:, rot, ROT_MID])) for a in ARCHS), 0.0, fmt=".3f",
              bearing="qualifies", origin="after-seeds: the interior severity replaced the per-network minimum after seed 0",
-             **HYP)
+             **HYP,
+             falsifier="for some architecture the classifiers' KL at 0 or at 90 degrees is not above the KL at 30 degrees by 2 SE (no U shape)")
 ledger.above("rotation-mse-away", "pilot / Sec. 3.1", f"MLP rewards, rotation: distance sev 5 minus sev 0 ({LO})",
              "reverts (contradicted; guide's pilot: fails)",
              lb(dist["mlp", "mse"][:, rot, -1] - dist["mlp", "mse"][:, rot, 0]), 0.0, bearing="contradicts",
-             origin="after-seeds: made for the MLP only after the CNN's end point was near its clean value on seed 4", **HYP)
+             origin="after-seeds: made for the MLP only after the CNN's end point was near its clean value on seed 4", **HYP,
+             falsifier="the MLP reward model's distance at 90 degrees is not above its clean value by 2 SE (it reverts)")
 # a control: unclipped noise of std 0.7 triples the input's squared norm; a piecewise-linear network's outputs follow
 ledger.above("noise-mse-norms", "Sec. 4.1 / App. A", f"rewards, unclipped noise sev 5: log output-layer norm ratio, worse arch ({LO})",
              "norms grow where reversion fails (App. A)",

@@ -41,7 +41,8 @@
 #   converge to the network's own constant), and not when they move within it (these follow from
 #   the construction). But that constant is again nearer uniform than the imbalanced OCS.
 # - **The recipe.** With the paper's weight decay and best-validation checkpoint, the reward
-#   models' U shape remains at this training length, and the Gaussian-NLL MLP still does not revert
+#   models' U shape remains at this training length (it disappears with 100 epochs of weight decay,
+#   {doc}`10_which_constant`: an effect of short training), and the Gaussian-NLL MLP still does not revert
 #   (its predicted spread shrinks, its KL rises at strong shifts), though weight decay makes its
 #   drift much smaller. Where the U shape comes from, the reward model's accumulated constant, is
 #   shown in {doc}`10_which_constant`.
@@ -240,18 +241,26 @@ for n in names:
               f"{ub(imb[n]['t'][:, a, -1] - imb[n]['t'][:, a, 0]):7.3f}")
 # the paper's distance falls here too; with imb-t-falls and imb-mean-away it shows that this distance does not
 # tell reversion to the OCS from a loss of confidence: a finding about the measurement, not the hypothesis
-ledger.above("imb-kl-falls", "Sec. 3.2 / App. B.3", f"imbalanced labels: mean KL to the OCS, sev 0 minus sev 5, worst net type and shift ({LO})",
+pooled_drop = lb(np.concatenate([imb[n]["kl"][:, a, 0] - imb[n]["kl"][:, a, -1] for n in names for a in range(len(KINDS))]))
+glue("ocs7-kl-drop-pooled", pooled_drop, display=False)
+print(f"imbalanced labels, mean KL to the OCS, sev 0 minus sev 5: worst cell {kl_drop:.3f}; pooled over net types and "
+      f"shifts {pooled_drop:.3f} (mean - 2 SE)")
+ledger.above("imb-kl-falls", "Sec. 3.2 / App. B.3", f"imbalanced labels: mean KL to the OCS, sev 0 minus sev 5, worst net type and shift ({LO}); failed on an unseen seed (-0.42): not a robust fall",
              "the distance to the OCS measures reversion", kl_drop, 0.0, fmt=".3f", items="def-distance", bearing="qualifies",
-             proxy=True, origin=PILOT + "; networks per type raised from 5 to 10 after it failed on a seed beyond 0-4")
+             proxy=True, origin=PILOT + "; networks per type raised from 5 to 10 after it failed on a seed beyond 0-4",
+             falsifier="for some net type and shift the mean per-sample KL to the OCS at severity 5 is not below its clean value by 2 SE")
 ledger.below("imb-t-falls", "Sec. 3.1", f"imbalanced labels, blur: t (>0: nearer the OCS than uniform) at sev 5 minus at sev 0, worst net type ({HI})",
              "predictions approach the OCS (contradicted)", t_change, 0.0, fmt=".3f", bearing="contradicts",
              **{**IMB, "origin": "after-seeds: replaces imb-closer-to-uniform (t < 0 at sev 5) after review; restricted to "
-                                 "blur after seed 0 showed t nearly unchanged under contrast for the plain networks"})
+                                 "blur after seed 0 showed t nearly unchanged under contrast for the plain networks"},
+             falsifier="under blur some net type's t at severity 5 is not below its clean value by 2 SE (the predictions do not move towards uniform rather than the OCS)")
 ledger.above("imb-mean-away", "Sec. 3.1", f"imbalanced labels: KL(mean prediction || OCS), sev 5 minus sev 0, worst net type and shift ({LO})",
-             "predictions approach the OCS (contradicted)", away, 0.0, fmt=".3f", bearing="contradicts", **IMB)
+             "predictions approach the OCS (contradicted)", away, 0.0, fmt=".3f", bearing="contradicts", **IMB,
+             falsifier="for some net type and shift the KL of the mean prediction to the OCS at severity 5 is not above its clean value by 2 SE")
 ledger.below("imb-bias-uniform", "Fig. 4", f"imbalanced labels: KL(softmax(b_out) || u) - KL(softmax(b_out) || OCS), worst net type ({HI})",
              "constants mirror the OCS (contradicted)", bias_gap, 0.0, fmt=".3f", items="fig4-const",
-             bearing="contradicts", proxy=True, origin=PILOT)
+             bearing="contradicts", proxy=True, origin=PILOT,
+             falsifier="for some net type softmax(b_out) is not nearer uniform than the OCS by 2 SE")
 
 # %% [markdown]
 # ## 2. High-dimensional inputs with low-dimensional classes
@@ -377,7 +386,8 @@ glue("ocs7-hd-t1", ub(off["t"][:, -1]), display=False)
 HD = dict(items="mechanism", bearing="control", origin=PILOT)
 ledger.above("hd-kl-falls", "Fig. 3", f"d={P['d']}, off the subspace: mean KL to the OCS, lambda 0 minus 1 ({LO})",
              "distance falls as inputs become OOD", lb(off["kl"][:, 0] - off["kl"][:, -1]), 0.0, fmt=".3f",
-             items="fig3", bearing="supports", proxy=True, origin=PILOT)  # a synthetic stand-in for Fig. 3's data sets
+             items="fig3", bearing="supports", proxy=True, origin=PILOT,
+             falsifier="off the subspace the mean KL to the OCS at lambda 1 is not below its value at lambda 0 by 2 SE")  # a synthetic stand-in for Fig. 3's data sets
 ledger.above("hd-proj-falls", "Sec. 4", f"d={P['d']}, off the subspace: projection ratio, lambda 0 minus 1 ({LO})",
              "OOD inputs leave the weights' top subspace", lb(off["proj"][:, 0] - off["proj"][:, -1]), 0.0, fmt=".3f",
              **HD)
@@ -387,7 +397,8 @@ ledger.above("hd-to-constant", "Sec. 4.1", f"d={P['d']}, off the subspace: KL to
              "outputs dominated by the constants", lb(off["to_c"][:, 0] - off["to_c"][:, -1]), 0.0, fmt=".3f", **HD)
 ledger.below("hd-constant-not-ocs", "Fig. 4", f"d={P['d']}: t of the network's constant softmax(f(0)) ({HI})",
              "constants mirror the OCS (contradicted)", ub(off["c_t"][:, 0]), 0.0, fmt=".3f", items="fig4-const",
-             bearing="contradicts", proxy=True, origin=PILOT)
+             bearing="contradicts", proxy=True, origin=PILOT,
+             falsifier="t of the network's constant softmax(f(0)) is not negative by 2 SE (the constant is nearer the OCS than uniform)")
 ledger.below("hd-within-control", "control", f"d={P['d']}, within the subspace: projection ratio, lambda 0 minus 1 ({HI})",
              "no fall without leaving the subspace", ub(inn["proj"][:, 0] - inn["proj"][:, -1]), 0.1, fmt=".3f",
              items="mechanism", bearing="control", origin="after-seeds: the margin 0.1 was set after seeing seed 0")
@@ -474,7 +485,8 @@ plt.close(fig)
 # {glue:text}`ocs7-mse-paper-0:.1f` clean, mean of the two shifts). It is not a property of the
 # squared error or of the reward targets as such: {doc}`10_which_constant` shows that the reward
 # model reverts to the constant it has accumulated, that starting its output bias at the OCS removes
-# the rise, and that longer training with weight decay removes it too.
+# the rise, and that longer training with weight decay (100 epochs) removes it too: the U shape
+# belongs to the short training, so `recipe-mse-rise` qualifies Fig. 3 and does not contradict it.
 #
 # **The Gaussian-NLL MLP** does not revert under the paper's recipe either: its predicted standard
 # deviation still shrinks, and its KL to the OCS still rises from severity 2 to 5. Weight decay
@@ -505,19 +517,26 @@ glue("ocs7-mse-paper-5", float(dmean["MLP", "rewards", "paper"][:, -1].mean()), 
 # under the paper's recipe the failures of chapter 02 remain: contradictions of Fig. 3 (the recipe itself,
 # Table B.2, is qualified: it changes the outcome, recipe-nll-wd-helps and 10_which_constant)
 RECIPE = dict(items="fig3", proxy=True, origin=PILOT)
-ledger.above("recipe-mse-rise", "Fig. 3 / App. B.2", f"rewards, paper's recipe: distance sev 5 minus sev 2, worst of MLP/CNN x blur/contrast ({LO})",
-             "monotone fall (contradicted: U shape)", rise_rewards, 0.0, fmt=".2f", bearing="contradicts", **RECIPE)
+ledger.above("recipe-mse-rise", "Fig. 3 / App. B.2", f"rewards, weight decay and best checkpoint at {P['epochs']} epochs: distance sev 5 minus sev 2, worst of MLP/CNN x blur/contrast ({LO})",
+             "monotone fall (a U shape after short training)", rise_rewards, 0.0, fmt=".2f", bearing="qualifies",
+             **{**RECIPE, "origin": PILOT + "; bearing 'qualifies' (was 'contradicts') after review: with 100 epochs of "
+                                           "weight decay the U disappears (10_which_constant, sq-long-training)"},
+             falsifier="for some of MLP/CNN x blur/contrast the distance at severity 5 is not above its value at "
+                       "severity 2 by 2 SE (the U is gone under weight decay at this length)")
 nll_late = dmean["MLP", "Gaussian NLL", "paper"][:, -1] - dmean["MLP", "Gaussian NLL", "paper"][:, 2]
 ledger.above("recipe-nll-rises", "Fig. 3 / App. B.2", f"Gaussian NLL MLP, paper's recipe: KL sev 5 minus sev 2, mean of the shifts ({LO})",
              "distance falls (contradicted)", lb(nll_late), 0.0, fmt=".3f", bearing="contradicts",
-             **{**RECIPE, "origin": "after-seeds: replaces recipe-nll-away (sev 5 above clean), which failed on seed 2"})
+             **{**RECIPE, "origin": "after-seeds: replaces recipe-nll-away (sev 5 above clean), which failed on seed 2"},
+             falsifier="under the paper's recipe the Gaussian MLP's KL at severity 5 is not above its value at severity 2 by 2 SE")
 ledger.below("recipe-nll-sigma", "Fig. 2 / App. B.2", f"Gaussian NLL MLP, paper's recipe: log std ratio sev 5 / sev 0, mean of the shifts ({HI})",
              "predicted variance increases (contradicted)", ub(nll_sigma), 0.0, fmt=".2f",
-             items="claim-not-shrinking", bearing="contradicts", proxy=True, origin=PILOT)
+             items="claim-not-shrinking", bearing="contradicts", proxy=True, origin=PILOT,
+             falsifier="under the paper's recipe the Gaussian MLP's predicted std at severity 5 is not below its clean value by 2 SE")
 ledger.above("recipe-nll-wd-helps", "App. B.2", f"Gaussian NLL MLP: rise of the KL, plain minus weight decay ({LO})",
              "the paper's recipe", lb(nll_rise["plain"] - nll_rise["weight decay"]), 0.0, fmt=".3f",
              items="table-b2", bearing="qualifies", proxy=True, origin=PILOT,
-             vtol=0.1)  # trained Gaussian-NLL networks: 0.30 here, 0.25 with generic CPU kernels (verdict unchanged)
+             vtol=0.1,
+             falsifier="the rise of the Gaussian MLP's KL with weight decay is not smaller than without by 2 SE")  # trained Gaussian-NLL networks: 0.30 here, 0.25 with generic CPU kernels (verdict unchanged)
 
 # %% [markdown]
 # ## How the claims are checked
@@ -533,7 +552,12 @@ ledger.above("recipe-nll-wd-helps", "App. B.2", f"Gaussian NLL MLP: rise of the 
 # claims were changed after seeds 1 and 2 (said where they are discussed): `recipe-mse-wd-helps`
 # was dropped and `recipe-nll-away` became `recipe-nll-rises`. After review: `imb-kl-falls` failed
 # on a seed beyond 0-4, so section 1 now trains ten networks per type instead of five, and the row
-# bears on the *definition of the distance* (it falls while the predictions move away from the OCS);
+# bears on the *definition of the distance* (it falls while the predictions move away from the OCS).
+# With ten networks it failed again on an unseen seed (-0.42 for the worst net type and shift), so
+# the fall of the paper's distance in *every* cell is not robust and the row is read as such; pooled
+# over the net types and shifts (every network of every cell) the fall is
+# {glue:text}`ocs7-kl-drop-pooled:.3f` at mean $-$ 2 SE on this seed (printed, not yet a row checked
+# on seeds 0-4);
 # "closer to uniform than to the OCS at severity 5" (`imb-closer-to-uniform`) also holds for any
 # classifier that still follows the balanced test labels, so it was replaced by the *change* of $t$
 # with the shift (`imb-t-falls`, for blur: under contrast reduction $t$ barely moved on seed 0, so

@@ -46,9 +46,13 @@
 #   label marginal (KL {glue:text}`ocs8-kl6-0` nats at 0 degrees, {glue:text}`ocs8-kl6-5` at 90),
 #   and the Gaussian-NLL networks' predicted standard deviation grows with the rotation on the
 #   test set (by a factor {glue:text}`ocs8-sigma-ratio` at 90 degrees): not merely smaller outputs.
-# - **Fig. 8 on MNIST.** Iterated FGSM inputs are more out of distribution than the clean test
-#   images, and yet their predictions are *farther* from the OCS, with larger feature norms at
-#   every layer: the paper's counterexample is reproduced.
+# - **Fig. 8 on MNIST.** Iterated FGSM inputs at a budget of 0.3 are more out of distribution
+#   than the clean test images, and yet their predictions are *farther* from the OCS, with larger
+#   feature norms at every layer (the norms are a control: the unclipped attack adds energy to
+#   every pixel). Whether the attacked predictions land farther or closer depends on the attack:
+#   at a budget of 0.1, or with one step clipped to the pixel range, they are closer on this seed
+#   (table of attacks below), so the counterexample holds for the paper's attack, not for FGSM in
+#   general.
 # - **Does it change on real digits?** {glue:text}`ocs8-change-summary`
 # ```
 
@@ -83,15 +87,13 @@ from myst_nb import glue
 from implicit_bias import data, plotting
 from implicit_bias.chapter import start_chapter
 from implicit_bias.claims import Ledger
-from implicit_bias.extrapolation import attacks, mnist, ocs, ood, tasks
+from implicit_bias.extrapolation import attacks, mnist, ocs, ood, tasks, tolerance
 
 P, dev = start_chapter(PROFILES, profile=profile, seed=seed, device=device)
 ledger = Ledger("extrapolation/08_mnist")
 K = 10
-images = mnist.load(data_root, n_train=P["n_train"], seed=seed, allow_fallback=allow_fallback)
-ledger.uses_data(images.description)
+images, ON = mnist.load_for_page(ledger, data_root, n_train=P["n_train"], seed=seed, allow_fallback=allow_fallback)
 real = images.real
-ON = "" if real else " [on the 8x8-digits fallback, not MNIST]"  # claims made on the fallback say so
 ANGLES = tasks.severity_table("rotation")
 glue("ocs8-data-sentence", f"The data: {images.description} ({len(images.split.y_train)} training and "
      f"{len(images.split.y_test)} test images of 28x28 pixels in [0, 1])." if real else
@@ -252,20 +254,26 @@ for name, key in (("KL(mean softmax on 6s || marginal)", "kl6"), ("mean KL to th
     print(f"  {name:<48}" + " ".join(f"{v:6.3f}" for v in M[key].mean(0)))
 ledger.above("fig2-ce", "Fig. 2", f"rotated 6s: KL(mean softmax || marginal), 0 minus 90 degrees ({STAT})" + ON,
              "predictions move to the OCS", lb(kl6[:, 0] - kl6[:, -1]), 0.0, items="fig2", bearing="supports",
-             proxy=not real, origin="prior: the part's 2-SE rule")
+             proxy=not real, origin="prior: the part's 2-SE rule",
+             falsifier="the KL of the mean softmax on the 6s rotated by 90 degrees is not below its value at 0 degrees by 2 SE")
 ledger.above("ce-kl-falls", "Sec. 3.1, Fig. 3", f"all test images: mean KL to the marginal, 0 minus 90 degrees ({STAT})"
              + ON, "distance falls as inputs become OOD", lb(M["kl"][:, 0] - M["kl"][:, -1]), 0.0,
-             items="hypothesis", bearing="supports", proxy=not real, origin="prior: the part's 2-SE rule")
+             items="fig3", bearing="supports", proxy=not real,
+             origin="prior: the part's 2-SE rule; item 'fig3' (was 'hypothesis') after review: on nearly balanced "
+                    "labels a falling per-sample KL is also a loss of confidence (07_sharper_tests, 09_mnist_mechanism)",
+             falsifier="the mean per-sample KL to the marginal at 90 degrees is not below its value at 0 degrees by 2 SE")
 ledger.above("nll-sigma-grows", "Fig. 2, Sec. 3.1", f"Gaussian NLL, all test images: log(mean predicted std at 90 / at "
              f"0 degrees) ({STAT})" + ON, "predicted variance increases with shift", lb(log_sigma), 0.0,
              items=["claim-not-shrinking", "fig2"], bearing="supports", proxy=not real,
              origin="after-seeds: the part's 2-SE rule, read on all test images after a pilot on seed 0 (on the 6s alone "
-                    "the predicted std first fell, then rose)")
+                    "the predicted std first fell, then rose)",
+             falsifier="the Gaussian networks' mean predicted std at 90 degrees is not above its value at 0 degrees by 2 SE (it shrinks or stays)")
 ledger.above("nll-kl-falls", "Fig. 2", f"Gaussian NLL, all test images: mean KL to the OCS, 0 minus 90 degrees ({STAT})"
              + ON, "predictions move to the OCS", lb(M["nll_kl"][:, 0] - M["nll_kl"][:, -1]), 0.0, items="fig2",
              bearing="supports", proxy=not real,
              origin="after-seeds: the part's 2-SE rule, read on all test images after a pilot on seed 0 (see "
-                    "nll-sigma-grows)")
+                    "nll-sigma-grows)",
+             falsifier="the Gaussian networks' mean KL to the OCS at 90 degrees is not below its value at 0 degrees by 2 SE")
 
 # %% [markdown]
 # ```{glue:figure} ocs8-fig2
@@ -313,13 +321,44 @@ for key, val in {"eps": f"{FGSM_EPS:g}", "steps": FGSM_STEPS, "acc-adv": f"{M['a
     glue(f"ocs8-{key}", val, display=False)
 ledger.above("fgsm-ood", "Fig. 8", f"FGSM: OOD score of the adversarial images minus that of the clean ones ({STAT})"
              + ON, "the adversarial set is more OOD", lb(M["ood_adv"] - M["ood_clean_fgsm"]), 0.0, fmt=".3f",
-             items="fig8", bearing="supports", proxy=not real, origin="prior: the part's 2-SE rule")
-ledger.above("fgsm-farther", "Fig. 8", f"FGSM: mean KL to the marginal, adversarial minus clean ({STAT})" + ON,
+             items="fig8", bearing="supports", proxy=not real, origin="prior: the part's 2-SE rule",
+             falsifier="the OOD score of the attacked images is not above that of the same images clean by 2 SE")
+ledger.above("fgsm-farther", "Fig. 8", f"iterated FGSM (eps {FGSM_EPS:g}, {FGSM_STEPS} steps, unclipped): mean KL to the "
+             f"marginal, adversarial minus clean ({STAT}); the sign changes with the attack (table below)" + ON,
              "farther from the OCS", lb(M["kl_adv"] - M["kl_clean_fgsm"]), 0.0, fmt=".3f", items="fig8",
-             bearing="supports", proxy=not real, origin="prior: the part's 2-SE rule")
+             bearing="qualifies", proxy=not real,
+             origin="prior: the part's 2-SE rule; bearing 'qualifies' (was 'supports') after review: at eps 0.1, or "
+                    "with one clipped step, the attacked predictions are closer to the OCS (table of attacks)",
+             falsifier="the iterated attack at eps 0.3 leaves the mean KL to the marginal not above its clean value by 2 SE")
+# a control: the unclipped attack moves every pixel by up to eps, adding energy to the input (chapter 06's twin row)
 ledger.above("fgsm-norms", "Fig. 8", f"FGSM: log feature-norm ratio, smallest over the weight layers ({STAT})" + ON,
              "larger at all layers", lb(np.log(norms_adv[:, 1:]).min(1)), 0.0, fmt=".2f", items="fig8",
-             bearing="supports", proxy=not real, origin="prior: the part's 2-SE rule")
+             bearing="control", proxy=not real,
+             origin="prior: the part's 2-SE rule; a control after review, as its twin in chapter 06: an unclipped "
+                    "attack adds energy to every pixel")
+
+# the same statistic for the neighbours of the attack: its budget and its type (same networks, same images)
+ATTACKS = [("iterated, unclipped (the paper's)", e, FGSM_STEPS, None) for e in (0.1, 0.2, FGSM_EPS, 0.4)]
+ATTACKS += [("one step, unclipped", FGSM_EPS, 1, None)]
+ATTACKS += [("one step, clipped to [0, 1]", e, 1, (0.0, 1.0)) for e in (0.1, FGSM_EPS)]
+Xte_dev, yte_dev = images.split.X_test.to(dev), images.split.y_test.to(dev)
+half = len(Xte_dev) // 2
+Xa = Xte_dev[half:half + min(P["n_fgsm"] or len(yte_dev), len(yte_dev) - half)]
+ya = yte_dev[half:half + len(Xa)]
+clean_kl = M["kl_clean_fgsm"]
+attack_rows, signs = [], []
+for name, eps, steps, clip in ATTACKS:
+    diff = np.array([float(ocs.distance_to_ocs(predict(m, attacks.fgsm(m, Xa, ya, eps, steps=steps, clip=clip)),
+                                               M["p_hat"], "ce").mean()) for m in M["ce"]]) - clean_kl
+    lo_, hi_ = lb(diff), float(ocs.upper_bound(diff, k=K_SE))
+    verdict = "farther" if lo_ > 0 else "closer" if hi_ < 0 else "not resolved"
+    attack_rows.append((name, eps, steps, diff.mean(), lo_, hi_, verdict))
+    signs.append(verdict)
+print(f"{'attack':<36}{'eps':>5}{'steps':>6}{'KL adv - clean':>16}{'mean - 2 SE':>13}{'mean + 2 SE':>13}  verdict")
+for name, eps, steps, mean, lo_, hi_, verdict in attack_rows:
+    print(f"{name:<36}{eps:>5g}{steps:>6}{mean:>16.3f}{lo_:>13.3f}{hi_:>13.3f}  {verdict}")
+glue("ocs8-attacks", "; ".join(f"{name} at eps {eps:g}: {verdict} ({mean:+.3f} nats)"
+                               for name, eps, steps, mean, lo_, hi_, verdict in attack_rows), display=False)
 
 fig, axes = plotting.subplots(2, height=2.7)
 ax = axes[0]
@@ -341,6 +380,14 @@ glue("ocs8-fig8", fig, display=False)
 plt.close(fig)
 
 # %% [markdown]
+# **The attack's setting.** The same statistic (mean KL to the marginal on the attacked images
+# minus on the same images clean, per network) for neighbours of the attack, on the same networks
+# and images: the budget (0.1 to 0.4) of the iterated attack, one unclipped step, and one step
+# clipped to the pixel range $[0,1]$ (a valid image, as in {doc}`06_when_reversion_fails`'s
+# single-step row). "Farther" and "closer" need two standard errors. On this seed:
+# {glue:text}`ocs8-attacks`. The verdict flips between neighbours of the setting, so `fgsm-farther`
+# qualifies Fig. 8 rather than supporting it.
+#
 # ```{glue:figure} ocs8-fig8
 # :name: fig-ocs8-fig8
 # The paper's Fig. 8 on MNIST. Left: mean KL to the label marginal against the OOD score, for the
@@ -415,8 +462,19 @@ glue("ocs8-kl-mnist", " ".join(f"{v:.2f}" for v in M["kl"].mean(0)), display=Fal
 # Gaussian claims are listed as set after seeing results. **Changed in review:** the attacked
 # images come from the half of the test set that is not the OOD score's reference (they were the
 # first 300 test images, inside the reference, which could bias the clean score of `fgsm-ood`).
+# **After a second review:** `fgsm-farther` became `qualifies` (its statistic unchanged) because its
+# sign changes between neighbours of the attack (the table of attacks, added then); `fgsm-norms`
+# became a control, as its twin in {doc}`06_when_reversion_fails`: an unclipped attack adds energy to
+# every pixel, so larger feature norms are not a finding; `ce-kl-falls` bears on Fig. 3 (the paper's
+# measurement), not on the hypothesis, since a falling per-sample KL is also a loss of confidence
+# ({doc}`09_mnist_mechanism` reads the mean prediction too).
 #
 # ## Claims
 
 # %% tags=["nbval-check-output"]
+# Across machines these statistics of trained CNNs move with the CPU's kernels as they do, more, from seed to seed:
+# each value is compared within a quarter of its range over seeds 0-4 (book/data/seed_sweep.json when set; the
+# verdicts exactly). The ranges are those of the committed sweep, not differences seen on one machine.
+tolerance.set_seed_range_vtols(ledger, {"accuracy": 0.016, "nll-fits": 0.023, "fig2-ce": 0.392, "ce-kl-falls": 0.106, "nll-sigma-grows": 0.142,
+              "nll-kl-falls": 0.152, "fgsm-ood": 0.009, "fgsm-farther": 0.076, "fgsm-norms": 0.051})
 ledger.report()

@@ -43,6 +43,10 @@
 # - **Normalisation (Fig. 11).** {glue:text}`ocs9-bnln-summary`
 # - **Projection onto the top singular subspace (Fig. 4, column 2).** {glue:text}`ocs9-proj-summary`
 # - **The constant (Fig. 4, column 3).** {glue:text}`ocs9-const-summary`
+# - **The outcome: two distances to the OCS.** The paper's distance (the mean per-sample KL to the
+#   label marginal) against the KL of the *mean* prediction to the marginal, per shift and
+#   normalisation: {glue:text}`ocs9-two-dist` A falling per-sample KL with a mean prediction that
+#   moves away is a loss of confidence, not reversion to the OCS.
 # - **Does it change on real digits?** {glue:text}`ocs9-change-summary`
 # ```
 
@@ -78,15 +82,13 @@ from myst_nb import glue
 from implicit_bias import data, plotting
 from implicit_bias.chapter import start_chapter
 from implicit_bias.claims import Ledger
-from implicit_bias.extrapolation import mnist, ocs, tasks
+from implicit_bias.extrapolation import mnist, ocs, tasks, tolerance
 
 P, dev = start_chapter(PROFILES, profile=profile, seed=seed, device=device)
 ledger = Ledger("extrapolation/09_mnist_mechanism")
 K = 10
-images = mnist.load(data_root, n_train=P["n_train"], seed=seed, allow_fallback=allow_fallback)
-ledger.uses_data(images.description)
+images, ON = mnist.load_for_page(ledger, data_root, n_train=P["n_train"], seed=seed, allow_fallback=allow_fallback)
 real = images.real
-ON = "" if real else " [on the 8x8-digits fallback, not MNIST]"  # claims made on the fallback say so
 for key, val in {"channels": " and ".join(map(str, P["channels"])), "hidden": P["hidden"], "epochs": P["epochs"],
                  "runs": P["runs"]}.items():
     glue(f"ocs9-{key}", val, display=False)
@@ -144,6 +146,8 @@ def measure(split: data.Split, make, *, kinds: tuple[str, ...], epochs: int, lr:
         R = {kind: np.zeros((len(nets), len(SEVERITIES), len(LAYER_NAMES))) for kind in kinds}
         Pj = {kind: np.zeros((len(nets), len(SEVERITIES))) for kind in kinds}
         D = {kind: np.zeros((len(nets), len(SEVERITIES))) for kind in kinds}
+        Dm = {kind: np.zeros((len(nets), len(SEVERITIES))) for kind in kinds}      # KL(mean prediction || OCS)
+        MP = {kind: np.zeros((len(nets), len(SEVERITIES), K)) for kind in kinds}   # the mean prediction itself
         acc, kl_const, kl_const_u = [], [], []
         for r, net in enumerate(nets):
             j = len(net.convs)                      # the hidden layer reads the flattened convolutional features
@@ -160,15 +164,19 @@ def measure(split: data.Split, make, *, kinds: tuple[str, ...], epochs: int, lr:
                     R[kind][r, b] = (st.sq_norms / ref.sq_norms).numpy()
                     Pj[kind][r, b] = st.projection
                     D[kind][r, b] = float(ocs.distance_to_ocs(st.outputs.cpu(), p_hat, "ce").mean())
+                    MP[kind][r, b] = torch.softmax(st.outputs.double().cpu(), 1).mean(0).numpy()
+                    Dm[kind][r, b] = float(ocs.kl_categorical(torch.from_numpy(MP[kind][r, b]), p_hat))
         res["acc", norm], res["kl_const", norm], res["kl_const_u", norm] = map(np.array, (acc, kl_const, kl_const_u))
         for kind in kinds:
             res["norms", kind, norm], res["proj", kind, norm], res["dist", kind, norm] = R[kind], Pj[kind], D[kind]
+            res["dist_mean", kind, norm], res["mean_pred", kind, norm] = Dm[kind], MP[kind]
     return res
 
 
 make = lambda norm: mnist.mnist_cnn(K, channels=P["channels"], hidden=P["hidden"], norm=norm, image_size=images.size) \
     if images.size == 28 else ocs.NormCNN(1, 8, K, channels=(16, 32), hidden=(64,), norm=norm)
-M = measure(split, make, kinds=("rotation", "blur"), epochs=P["epochs"], lr=P["lr"])
+SHIFTS = ("rotation", "blur", "gaussian_noise")  # the paper's MNIST shift, chapter 03's shift, and noise
+M = measure(split, make, kinds=SHIFTS, epochs=P["epochs"], lr=P["lr"])
 glue("ocs9-angles", ", ".join(f"{a:g}" for a in tasks.severity_table("rotation")), display=False)
 for norm in NORMS:
     print(f"{NORM_NAMES[norm]:<10} clean test accuracy {M['acc', norm].mean():.3f} (min {M['acc', norm].min():.3f})")
@@ -207,19 +215,23 @@ trend_nn = ub([ocs.spearman(SEVERITIES, M["norms", "rotation", None][r, :, last]
 depth_bnln = {n: ub(log_r[n][:, -1, last] - log_r[n][:, -1, 1]) for n in ("batch", "layer")}
 ledger.below("norm-output-nn", "Fig. 4", f"no norm: log output-layer norm ratio at 90 degrees ({HI})" + ON,
              "decreases with shift", out_nn, 0.0, fmt=".2f", items="fig4-norms", bearing="supports", proxy=not real,
-             origin="prior: the part's 2-SE rule (chapter 03's claim)")
+             origin="prior: the part's 2-SE rule (chapter 03's claim)",
+             falsifier="the un-normalised networks' output-layer norm ratio at 90 degrees is not below 1 by 2 SE")
 ledger.below("norm-depth-nn", "Fig. 4", f"no norm: log output ratio minus log conv-1 ratio at 90 degrees ({HI})" + ON,
              "more pronounced with depth", depth_nn, 0.0, fmt=".2f", items="fig4-norms", bearing="supports",
-             proxy=not real, origin="prior: the part's 2-SE rule (chapter 03's claim)")
+             proxy=not real, origin="prior: the part's 2-SE rule (chapter 03's claim)",
+             falsifier="the output layer does not shrink more than the first convolution at 90 degrees by 2 SE (no norm)")
 ledger.below("norm-trend-nn", "Fig. 4", f"no norm: Spearman(rotation, output ratio) ({HI})" + ON,
              "decreases with shift", trend_nn, 0.0, fmt=".2f", items="fig4-norms", bearing="supports", proxy=not real,
-             origin="prior: the part's 2-SE rule (chapter 03's claim)")
+             origin="prior: the part's 2-SE rule (chapter 03's claim)",
+             falsifier="the output norm ratio is not negatively rank-correlated with the rotation angle by 2 SE (no norm)")
 bnln_worst = max(depth_bnln.values())
 bnln_holds = bnln_worst < 0
 ledger.below("norm-depth-bnln", "Fig. 11", f"BN and LN: log output ratio minus log conv-1 ratio at 90 degrees, worse of "
              f"the two ({HI})" + ON, "same trends with BN and LN", bnln_worst, 0.0, fmt=".2f", items="fig11",
              bearing="supports", proxy=not real,
-             origin="prior: the part's 2-SE rule (chapter 03's statistic, which contradicts Fig. 11 on 8x8 digits under blur)")
+             origin="prior: the part's 2-SE rule (chapter 03's statistic, which contradicts Fig. 11 on 8x8 digits under blur)",
+             falsifier="with BatchNorm or with LayerNorm the output layer does not shrink more than the first convolution at 90 degrees by 2 SE")
 glue("ocs9-norm-summary", (f"Without normalisation the output-layer norm ratio at 90 degrees is "
                            f"{M['norms', 'rotation', None].mean(0)[-1, last]:.2f} against "
                            f"{M['norms', 'rotation', None].mean(0)[-1, 1]:.2f} for the first convolution: OOD norms "
@@ -256,7 +268,8 @@ ledger.above("proj-falls-nn", "Fig. 4", f"no norm: projection ratio, 0 minus 90 
              "hundredths (the paper's MNIST panel gives no number to compare with)" + ON,
              "decreases with shift", fall_nn, 0.0, fmt=".3f", items="fig4-proj", bearing="qualifies", proxy=not real,
              origin="prior: the part's 2-SE rule (chapter 03 finds it flat on 8x8 digits under blur); bearing "
-                    "'qualifies' after the seed sweep (seed 1: 0.000)")
+                    "'qualifies' after the seed sweep (seed 1: 0.000)",
+             falsifier="the projection ratio at 90 degrees is not below its value at 0 degrees by 2 SE (no norm)")
 glue("ocs9-proj-summary", (f"Without normalisation the fraction falls, but only a little: from "
                            f"{proj[None].mean(0)[0]:.3f} to {proj[None].mean(0)[-1]:.3f} as the rotation grows to 90 "
                            "degrees (the paper's text gives no number for its MNIST panel); on one seed of five the "
@@ -296,12 +309,29 @@ ledger.above("const-not-ocs", "Fig. 4", "imbalanced labels: KL(softmax(b_out) ||
              "the constants closely mirror the OCS (here they stay near uniform)", const_worst, 0.5, fmt=".2f",
              items="fig4-const", bearing="qualifies", proxy=not real,
              origin="after-seeds: first claimed in the paper's direction (closer to the marginal than uniform is), "
-                    "which failed on seed 0 (ratios 0.94-1.04); 0.5 (halfway) set then")
+                    "which failed on seed 0 (ratios 0.94-1.04); 0.5 (halfway) set then",
+             falsifier="for some normalisation the lower 2-SE end of KL(softmax(b_out) || marginal) / KL(uniform || marginal) is 0.5 or less (the constant is at least halfway to the OCS)")
 revert = {n: lb(M["dist", "rotation", n][:, 0] - M["dist", "rotation", n][:, -1]) for n in NORMS}
-ledger.above("ce-reverts-all", "Fig. 11", f"every normalisation: KL to the marginal, 0 minus 90 degrees, worst "
-             f"normalisation ({LO})" + ON, "predictions revert with every normalisation", min(revert.values()), 0.0,
-             fmt=".3f", items=["fig11", "hypothesis"], bearing="supports", proxy=not real,
-             origin="prior: the part's 2-SE rule")
+ledger.above("ce-reverts-all", "Fig. 11", f"every normalisation: the paper's distance (mean per-sample KL to the "
+             f"marginal), 0 minus 90 degrees, worst normalisation ({LO})" + ON,
+             "the distance to the OCS falls with every normalisation", min(revert.values()), 0.0,
+             fmt=".3f", items=["fig11", "fig3"], bearing="supports", proxy=not real,
+             origin="prior: the part's 2-SE rule; items 'fig11', 'fig3' (not 'hypothesis') after review: a falling "
+                    "per-sample KL is also what a loss of confidence gives (chapter 07)",
+             falsifier="for some normalisation the mean per-sample KL at 90 degrees is not below its value at 0 "
+                       "degrees by 2 SE")
+# the paper's distance averages KL(prediction || OCS) over the inputs: it falls when each prediction loses confidence,
+# wherever the mean prediction goes; reversion *to the OCS* is about the mean prediction (chapter 07)
+away = {n: lb(M["dist_mean", "rotation", n][:, -1] - M["dist_mean", "rotation", n][:, 0]) for n in NORMS}
+glue("ocs9-mean-away", min(away.values()), display=False)
+ledger.above("ce-mean-away", "Sec. 3.1", f"imbalanced labels, rotation: KL(mean prediction || marginal), 90 minus 0 "
+             f"degrees, worst normalisation ({LO})" + ON, "predictions approach the OCS (contradicted: the mean "
+             "prediction moves away)", min(away.values()), 0.0, fmt=".3f", items="hypothesis",
+             bearing="contradicts", proxy=not real,
+             origin="prior: the part's 2-SE rule on chapter 07's statistic, added after a review that had seen the "
+                    "mean prediction of these networks move away under rotation",
+             falsifier="for some normalisation the mean prediction at 90 degrees is not farther from the label "
+                       "marginal than at 0 degrees by 2 SE (it stays, or moves towards the OCS)")
 glue("ocs9-const-summary", ("On imbalanced labels the softmax of the output bias is about as far from the label "
                             "marginal as the uniform distribution is (KL "
                             f"{min(M['kl_const', n].mean() for n in NORMS):.3f}-{max(M['kl_const', n].mean() for n in NORMS):.3f}"
@@ -312,19 +342,65 @@ glue("ocs9-const-summary", ("On imbalanced labels the softmax of the output bias
                             "(not tested here)."),
      display=False)
 
+# %%
+p_np = M["p_hat"].numpy()
+print("two distances to the OCS (means over networks), severity 0 -> 5 of each shift:")
+print("  per-sample: mean KL(prediction || marginal), the paper's; mean-prediction: KL(mean prediction || marginal)")
+sentences = []
+for kind in SHIFTS:
+    for n in NORMS:
+        ps, pm = M["dist", kind, n].mean(0), M["dist_mean", kind, n].mean(0)
+        gain = M["mean_pred", kind, n][:, -1].mean(0) - p_np   # where the mean prediction puts more mass than the OCS
+        top = np.argsort(-gain)[:3]
+        print(f"  {kind:<15}{NORM_NAMES[n]:<10} per-sample {ps[0]:.3f} -> {ps[-1]:.3f}   mean-prediction {pm[0]:.3f} -> "
+              f"{pm[-1]:.3f}   classes gaining most over the marginal: {', '.join(map(str, top))}")
+    falls = [NORM_NAMES[n] for n in NORMS if lb(M["dist", kind, n][:, 0] - M["dist", kind, n][:, -1]) > 0]
+    moves = [NORM_NAMES[n] for n in NORMS if lb(M["dist_mean", kind, n][:, -1] - M["dist_mean", kind, n][:, 0]) > 0]
+    sentences.append(f"under {kind.replace('_', ' ')} the per-sample KL falls (by 2 SE, 0 to severity 5) for "
+                     f"{', '.join(falls) or 'no normalisation'} and the mean prediction moves away from the marginal "
+                     f"(by 2 SE) for {', '.join(moves) or 'no normalisation'}")
+gain_nn = M["mean_pred", "rotation", None][:, -1].mean(0) - p_np
+glue("ocs9-two-dist", "; ".join(sentences) + ".", display=False)
+glue("ocs9-rot-ps", " / ".join(f"{M['dist', 'rotation', n][:, 0].mean():.2f} to {M['dist', 'rotation', n][:, -1].mean():.2f}"
+                               for n in NORMS), display=False)
+glue("ocs9-rot-pm", " / ".join(f"{M['dist_mean', 'rotation', n][:, 0].mean():.3f} to "
+                               f"{M['dist_mean', 'rotation', n][:, -1].mean():.3f}" for n in NORMS), display=False)
+glue("ocs9-attractors", ", ".join(map(str, np.argsort(-gain_nn)[:3])), display=False)
+glue("ocs9-common", ", ".join(map(str, np.argsort(-p_np)[:3])), display=False)
+
+# %% [markdown]
+# **Two distances to the OCS.** The paper's distance (Sec. 3.2, App. B.3) is the *average over
+# the evaluation set of the per-sample* KL, $rac1n\sum_i\mathrm{KL}(P_	heta(y|x_i)\,\|\,\hat p)$; it
+# falls whenever each prediction loses confidence, wherever the predictions go
+# ({doc}`07_sharper_tests`). Reversion to the OCS is a statement about where the predictions go, which
+# the KL of the *mean* prediction, $\mathrm{KL}(rac1n\sum_iP_	heta(y|x_i)\,\|\,\hat p)$, reads
+# (on these test images, which have the training label marginal, it is near zero for a classifier
+# that follows the labels). Under rotation (0 to 90 degrees; no norm / BatchNorm / LayerNorm) the
+# per-sample KL goes from {glue:text}`ocs9-rot-ps` nats (`ce-reverts-all`) while the KL of the mean
+# prediction goes from {glue:text}`ocs9-rot-pm` (its rise, 90 minus 0 degrees, is
+# {glue:text}`ocs9-mean-away:.3f` at mean $-$ 2 SE for the least favourable normalisation:
+# `ce-mean-away`). Without normalisation the
+# classes that gain most mass over the marginal at 90 degrees are {glue:text}`ocs9-attractors`
+# (the commonest in training: {glue:text}`ocs9-common`): the predictions drift to the classes the
+# rotation makes the digits resemble, not to the label marginal. Over the three shifts:
+# {glue:text}`ocs9-two-dist` So on these networks the evidence for "reversion to the OCS" is the
+# per-sample KL alone; `ce-reverts-all` therefore bears on the paper's measurement (Fig. 3) and on
+# Fig. 11, not on the hypothesis.
+
 # %% [markdown]
 # ## Does it change on real digits?
 #
 # The same networks and statistics on scikit-learn's 8x8 digits (chapter 03's CNN, recipe and
-# imbalanced subset), and on both data sets under both shifts: blur (chapter 03's shift; its
-# standard deviation scaled with the image side) and rotation (the paper's MNIST shift). Each
+# imbalanced subset), and on both data sets under three shifts: blur (chapter 03's shift; its
+# standard deviation scaled with the image side), rotation (the paper's MNIST shift) and Gaussian
+# noise (chapter 06's). Each
 # statistic is that of the claim of this page with the same id, and "pass" means that claim's
-# statement holds (for `const-not-ocs`, a statement against the paper).
+# statement holds (for `const-not-ocs` and `ce-mean-away`, statements against the paper).
 
 # %%
 digits_split = imbalanced(data.digits(seed=seed, image=True))
 D = measure(digits_split, lambda norm: ocs.NormCNN(1, 8, K, channels=(16, 32), hidden=(64,), norm=norm),
-            kinds=("rotation", "blur"), epochs=P["digits_epochs"], lr=P["digits_lr"])
+            kinds=SHIFTS, epochs=P["digits_epochs"], lr=P["digits_lr"])
 
 
 def statistics(R: dict, kind: str) -> dict[str, tuple[float, bool]]:
@@ -335,7 +411,8 @@ def statistics(R: dict, kind: str) -> dict[str, tuple[float, bool]]:
         "norm-trend-nn": ub([ocs.spearman(SEVERITIES, R["norms", kind, None][r, :, last]) for r in range(P["runs"])]),
         "norm-depth-bnln": max(ub(lr_[n][:, -1, last] - lr_[n][:, -1, 1]) for n in ("batch", "layer")),
         "proj-falls-nn": lb(R["proj", kind, None][:, 0] - R["proj", kind, None][:, -1]),
-        "ce-reverts-all": min(lb(R["dist", kind, n][:, 0] - R["dist", kind, n][:, -1]) for n in NORMS)}
+        "ce-reverts-all": min(lb(R["dist", kind, n][:, 0] - R["dist", kind, n][:, -1]) for n in NORMS),
+        "ce-mean-away": min(lb(R["dist_mean", kind, n][:, -1] - R["dist_mean", kind, n][:, 0]) for n in NORMS)}
     upper = {"norm-output-nn", "norm-depth-nn", "norm-trend-nn", "norm-depth-bnln"}
     out = {k: (v, v < 0 if k in upper else v > 0) for k, v in rows.items()}
     c = min(lb(R["kl_const", n] / R["kl_uniform"]) for n in NORMS)
@@ -343,7 +420,7 @@ def statistics(R: dict, kind: str) -> dict[str, tuple[float, bool]]:
     return out
 
 
-table = {(src, kind): statistics(R, kind) for src, R in (("digits", D), ("MNIST", M)) for kind in ("blur", "rotation")}
+table = {(src, kind): statistics(R, kind) for src, R in (("digits", D), ("MNIST", M)) for kind in SHIFTS}
 cols = list(table)
 print(f"{'statistic':<18}" + "".join(f"{src + ', ' + kind:>22}" for src, kind in cols))
 for name in table[cols[0]]:
@@ -370,8 +447,17 @@ glue("ocs9-change-summary", (f"Between chapter 03's setting (8x8 digits, blur) a
 # standard errors, so the fall is real on average but too small to rest a "supports" on. The recipe is that of
 # {doc}`08_mnist` (learning rate 0.002), with 2400 training images before subsampling and 5 epochs
 # to fit the CPU budget (the first run used 3000 images and 6 epochs, with the same verdicts).
+# **After a second review:** `ce-reverts-all` reads the paper's per-sample distance, which a loss of
+# confidence also lowers, so it bears on Fig. 3 and Fig. 11, no longer on the hypothesis; the KL of
+# the mean prediction (`ce-mean-away`, the statistic of {doc}`07_sharper_tests`, threshold zero by
+# the part's rule) was added, with Gaussian noise as a third shift of the comparison table.
 #
 # ## Claims
 
 # %% tags=["nbval-check-output"]
+# Across machines these statistics of trained CNNs move with the CPU's kernels as they do, more, from seed to seed:
+# each value is compared within a quarter of its range over seeds 0-4 (book/data/seed_sweep.json when set; the
+# verdicts exactly). The ranges are those of the committed sweep, not differences seen on one machine.
+tolerance.set_seed_range_vtols(ledger, {"accuracy": 0.016, "norm-output-nn": 0.274, "norm-depth-nn": 0.204, "norm-trend-nn": 0.369,
+              "norm-depth-bnln": 0.211, "proj-falls-nn": 0.018, "const-not-ocs": 0.124, "ce-reverts-all": 0.186})
 ledger.report()

