@@ -218,3 +218,34 @@ def train_depths(X: torch.Tensor, Y: torch.Tensor, depths: Sequence[int],
                       lr_end=lr_end, warmup=warmup, record_every=record_every, dtype=str(dtype), data=data_key)
         runs[L] = cache.cached(f"{name}-L{L}", config, compute, enabled=use_cache)
     return runs
+
+
+def regularised_loss(X: torch.Tensor, Y: torch.Tensor, lam: float | torch.Tensor) -> Callable[[list[torch.Tensor]], torch.Tensor]:
+    """The objective of :func:`train_adam` as a function of the stacked parameter list ``[W_1, ...,
+    W_L, b_1, ..., b_L]`` (member axis first, as in :class:`AdamRun`): the sum over members of
+    ``(1/2) (C + lambda ||theta||^2)``, so that each member gets its own gradient (the form
+    :func:`implicit_bias.convergence.stationarity` takes)."""
+
+    def loss(ps: list[torch.Tensor]) -> torch.Tensor:
+        L = len(ps) // 2
+        W, b = ps[:L], ps[L:]
+        lam_t = torch.as_tensor(lam, dtype=W[0].dtype)
+        out = models.mlp_trace(W, b, X.to(W[0].dtype)).output                 # (E, n, d_out)
+        cost = (out - Y.to(W[0].dtype)).pow(2).sum(-1).mean(-1)
+        return 0.5 * (cost + lam_t * models.param_sqnorm(ps, batch_dims=1)).sum()
+
+    return loss
+
+
+def certify(run: AdamRun, X: torch.Tensor, Y: torch.Tensor, lam: float | torch.Tensor, *, lr: float, window: int,
+            tol: float = 0.01):
+    """:func:`implicit_bias.convergence.stationarity` for every member of ``run``: plain gradient
+    descent on :func:`regularised_loss` at the **fixed** rate ``lr`` for ``window`` steps (on a copy,
+    in float64), certifying the members whose ``||theta||^2`` changes by at most ``tol`` relative to
+    its size. A member that a decayed schedule stopped far from a stationary point of the
+    regularised objective keeps moving at the fixed rate, so it is not certified."""
+    from ..convergence import stationarity
+
+    params = [*run.weights, *run.biases]
+    return stationarity(regularised_loss(X, Y, lam), params, lr=lr, window=window,
+                        quantity=lambda ps: models.param_sqnorm(ps, batch_dims=1), tol=tol)
