@@ -143,7 +143,8 @@ min_ranks = [min(r) for r in strong["ranks"]]
 ledger.holds("fig2a-two-outliers", "Fig. 2(a)", "larger lambda: the narrowest layer (fewest singular values above 0.1) has "
              "exactly two, median over seeds", "two outliers: rank 2 recovered", f"narrowest layers {min_ranks}",
              float(np.median(min_ranks)) == 2, tolerance="median = 2", items="fig2a", bearing="qualifies",
-             value=float(np.median(min_ranks)), lo=1.5, hi=2.5, origin="paper")
+             value=float(np.median(min_ranks)), lo=1.5, hi=2.5, origin="paper",
+             falsifier="a median narrowest layer with other than two singular values above 0.1")
 # qualifies: the two outliers appear at a larger lambda than the paper's, where the networks fit the loss curves
 # worse than those of the smaller lambda, which keep more directions (rank-fit-tradeoff); the paper's network has both
 cost_gap = min(strong["test_costs"]) - max(weak["test_costs"])
@@ -154,6 +155,8 @@ ledger.holds("rank-fit-tradeoff", "Sec. 5", "at CPU scale the rank-2 networks (l
              f"test cost {np.median(strong['test_costs']):.3f} vs {np.median(weak['test_costs']):.3f}; ranks "
              f"{strong['mid_ranks']} vs {weak['mid_ranks']}", tradeoff, tolerance="both",
              items="sec5-symmetry", bearing="qualifies", value=cost_gap, lo=0.0,
+             falsifier="a rank-2 network fitting as well as some network of the smaller lambda, or a smaller-lambda "
+                       "network with two or fewer directions",
              origin="after-seeds: two ridges chosen after pilot runs on seed 0",
              vtol=0.06)   # a difference of test costs of runs at the edge of stability: 0.11 here, 0.08 on another CPU
 
@@ -243,7 +246,8 @@ glue("bn4-r2-raw", f"{r2_raw:.2f}", display=False)
 ledger.above("fig2b-codes-determine-u", "Fig. 2(b)", f"smaller lambda (fitting networks): k-NN R^2 of u(v) from the top-2 PCA "
              f"codes of alpha_{layer_b}, smallest over seeds, minus that of a random 2-D projection of the inputs",
              "a 2-D self-consistent representation", min(weak["r2"]) - r2_raw, 0.2, fmt=".3f",
-             items="fig2b", bearing="supports", proxy=True, origin="prior")
+             items="fig2b", bearing="supports", proxy=True, origin="prior",
+             falsifier="on some seed, top-2 PCA codes that predict u(v) no better than a random 2-D projection + 0.2")
 ledger.below("fig2b-control", "control", "a random 2-D projection of the inputs does not determine u(v): k-NN R^2",
              "no symmetry reduction", r2_raw, 0.5, fmt=".3f", items="fig2b", bearing="control", origin="prior")
 
@@ -310,10 +314,12 @@ ledger.above("fig2c-input-control", "control", "orbit ratio of the inputs (media
              rho_in, 0.5, fmt=".2f", items="fig2c", bearing="control", origin="prior")
 ledger.below("fig2c-orbits-collapse", "Fig. 2(c)", f"orbit ratio at layer {layer_c} (median over the networks of both "
              "lambdas)", "orbits collapsed in layer 2", rho_c, 0.5, fmt=".2f", items="fig2c", bearing="supports",
+             falsifier="an orbit ratio of 0.5 or more at layer 2 (orbits not collapsed)",
              origin="after-seeds: the largest over networks became the median after an unseen seed failed")
 ledger.below("orbits-collapse-bottleneck", "Sec. 5", f"larger lambda: orbit ratio at the middle layer {mid_act} (median "
              "over seeds)", "the network learns the symmetry", float(np.median(strong["rho"][:, mid_act])), 0.2, fmt=".3f",
              items="sec5-symmetry", bearing="supports",
+             falsifier="an orbit ratio of 0.2 or more in the middle layer (the symmetry not learned)",
              origin="after-seeds: the largest over seeds became the median after an unseen seed failed")
 
 pts, S, T_ = symmetry.plane_grid(train.w, 0.3, 1.2, P["grid"], gen)

@@ -87,3 +87,20 @@ def test_train_depths_members_and_cache(tmp_path, monkeypatch):
     assert torch.allclose(alone.weights[1], runs[3].weights[1])
     again = training.train_depths(X, Y, [3], members, width=5, steps=20, record_every=5, dtype=D, use_cache=True)
     assert torch.equal(again[3].weights[0], runs[3].weights[0])          # read back from the cache
+
+
+
+def test_certify_rejects_a_run_stopped_by_its_schedule_and_passes_a_converged_one():
+    """A short run under a cosine schedule ends with a small change of ||theta||^2 (the rate has
+    decayed) but away from its minimum: continued at the peak rate it moves, so it is not
+    certified. The same networks trained for long enough are certified."""
+    g = torch.Generator().manual_seed(0)
+    X, Y = torch.randn(16, 5, generator=g, dtype=D), torch.randn(16, 3, generator=g, dtype=D)
+    lam = 0.05
+    short = training.train_adam(training.build_mlps(3, 6, seeds=[1, 2], d_in=5, d_out=3, dtype=D), X, Y, lam=lam,
+                                steps=60, lr=1e-2, lr_end=1e-6, record_every=10)
+    assert float(short.tail_change().max()) < 0.05          # what the change test reads: nearly still
+    assert float(training.certify(short, X, Y, lam, lr=2e-3, window=300, dtype=D).min()) > 0.02
+    long = training.train_adam(training.build_mlps(3, 6, seeds=[1, 2], d_in=5, d_out=3, dtype=D), X, Y, lam=lam,
+                               steps=12000, lr=1e-2, lr_end=1e-5, record_every=1000)
+    assert float(training.certify(long, X, Y, lam, lr=2e-3, window=300, dtype=D).max()) < 0.01

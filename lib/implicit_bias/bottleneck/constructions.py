@@ -134,14 +134,37 @@ def example20_target(X: torch.Tensor) -> torch.Tensor:
     return torch.stack([X[:, 0], X[:, 1], X[:, 2] + torch.relu(X[:, 0] - X[:, 1])], dim=1)
 
 
-def example20_sqnorm(L: int, gamma: float = 0.75) -> float:
+def example20_sqnorm(L: float, gamma: float = 0.75) -> float:
     """The exact ``||theta||^2 - 3L`` of :func:`example20` (our derivation; the appendix's display
     drops the factor ``(L - 2)/2``):
     ``(L-2)/2 [4 cosh(2 eps) + 2 cosh(4 eps) - 6] + 2 e^{-(L-2) eps} + e^{-2(L-2) eps}``, which is
     ``12 L^{1 - 2 gamma} + o(L^{1 - 2 gamma})``."""
+    return example20_scaled_excess(L, gamma) * L ** (1 - 2 * gamma)
+
+
+def example20_scaled_excess(L: float, gamma: float = 0.75) -> float:
+    """``(||theta||^2 - 3L) L^{2 gamma - 1}`` of :func:`example20`, which tends to 12, written so
+    that it stays accurate for astronomically large ``L`` (a float): with ``eps = L^{-gamma}``,
+    ``(L-2)/(2L) [8 (sinh(eps)/eps)^2 + 4 (sinh(2 eps)/eps)^2]`` plus the boundary terms
+    ``(2 e^{-(L-2) eps} + e^{-2(L-2) eps}) L^{2 gamma - 1}``."""
     eps = L ** (-gamma)
-    return ((L - 2) / 2 * (4 * math.cosh(2 * eps) + 2 * math.cosh(4 * eps) - 6)
-            + 2 * math.exp(-(L - 2) * eps) + math.exp(-2 * (L - 2) * eps))
+    shc = lambda t: math.sinh(t) / t if t > 1e-8 else 1.0 + t * t / 6
+    bulk = (L - 2) / (2 * L) * (8 * shc(eps) ** 2 + 16 * shc(2 * eps) ** 2)
+    log_scale = (2 * gamma - 1) * math.log(L)
+    return bulk + 2 * math.exp(log_scale - (L - 2) * eps) + math.exp(log_scale - 2 * (L - 2) * eps)
+
+
+def example20_settling_depth(gamma: float, rtol: float = 0.05, limit: float = 12.0) -> float:
+    """The smallest ``L = 2^j`` (``j >= 2``) from which :func:`example20_scaled_excess` stays within
+    ``rtol`` of its limit 12 (checked on every power of two up to ``2^1000``; ``inf`` if none): the
+    boundary terms ``2 e^{-(L-2) eps} + e^{-2(L-2) eps}`` decay only like ``exp(-L^{1 - gamma})``, so
+    for ``gamma`` near 1 the limit is reached only at astronomically large depths."""
+    js = range(2, 1001)
+    ok = [abs(example20_scaled_excess(2.0 ** j, gamma) / limit - 1) <= rtol for j in js]
+    for i, j in enumerate(js):
+        if all(ok[i:]):
+            return 2.0 ** j
+    return math.inf
 
 
 def parallel_sum(f: Net, g: Net) -> Net:

@@ -218,3 +218,31 @@ def train_depths(X: torch.Tensor, Y: torch.Tensor, depths: Sequence[int],
                       lr_end=lr_end, warmup=warmup, record_every=record_every, dtype=str(dtype), data=data_key)
         runs[L] = cache.cached(f"{name}-L{L}", config, compute, enabled=use_cache)
     return runs
+
+
+def certify(run: AdamRun, X: torch.Tensor, Y: torch.Tensor, lam: float, *, lr: float, window: int,
+            tol: float = 0.01, dtype: torch.dtype = torch.float32) -> torch.Tensor:
+    """Relative change of ``||theta||^2`` per member when a copy of ``run`` is trained on further for
+    ``window`` steps with :func:`train_adam` at the **fixed** rate ``lr`` (no decay, fresh moments,
+    the ridge ``lam`` on from the first step): a member whose change is at most ``tol`` is certified
+    stationary. A schedule that decayed the rate before the network reached its minimum cannot pass
+    this test, unlike the change over the last steps of the schedule itself.
+
+    Why not plain gradient descent (:func:`implicit_bias.convergence.stationarity`): the minima Adam
+    finds are too sharp for a fixed gradient-descent rate large enough to move in a short window
+    (at 0.1 gradient descent leaves them), and the gradient residual ``||grad|| / (lambda
+    ||theta||)`` of a ReLU network with a ridge does not vanish at its minimum (the minimum sits on
+    activation kinks; gradient descent polishing leaves it near 1). Adam at its peak rate moves flat
+    directions at a rate that does not depend on the size of their gradient, which is what the
+    slow decay of unused directions needs."""
+    L, E = run.depth, run.size
+    width, d_in, d_out = run.weights[0].shape[1], run.weights[0].shape[2], run.weights[-1].shape[1]
+    ens = build_mlps(L, width, list(range(E)), 1.0, d_in, d_out, dtype=dtype)
+    W0, b0 = models.mlp_weights_biases(ens.params)
+    with torch.no_grad():
+        for p, q in zip([*W0, *b0], [*run.weights, *run.biases]):
+            p.copy_(q)
+    start = models.param_sqnorm([*run.weights, *run.biases], batch_dims=1)
+    cont = train_adam(ens, X, Y, lam=lam, steps=window, lr=lr, lr_end=lr, warmup=0, record_every=window)
+    end = models.param_sqnorm([*cont.weights, *cont.biases], batch_dims=1)
+    return (end - start).abs() / start
