@@ -40,6 +40,7 @@ def test_verdict_says_not_resolved_only_when_no_branch_leaves():
     base = {"summary": {"branch_runs": 3, "branch_paper_left": 0, "branch_paper_steps": 100}}
     assert "not resolved" in paper_step.verdict(base)
     base["summary"]["branch_paper_left"] = 2
+    base["summary"]["branch_paper_left_at"] = [40, 90]
     assert "2 of the 3" in paper_step.verdict(base) and "not resolved" not in paper_step.verdict(base)
 
 

@@ -177,8 +177,9 @@ def verdict(study: dict[str, Any] | None) -> str:
     if sm["branch_paper_left"] == 0:
         return (f"at the paper's step none of the {sm['branch_runs']} runs on the second plateau leaves it within "
                 f"{sm['branch_paper_steps']:,} steps (ten times this page's budget): not resolved at this budget")
-    return (f"at the paper's step {sm['branch_paper_left']} of the {sm['branch_runs']} runs on the second plateau "
-            f"leave it within {sm['branch_paper_steps']:,} steps (ten times this page's budget)")
+    return (f"at the paper's step {sm['branch_paper_left']} of the {sm['branch_runs']} runs continued from the second "
+            f"plateau left it within {sm['branch_paper_steps']:,} steps (ten times this page's budget), at steps "
+            + ", ".join(f"{x:,}" for x in sm["branch_paper_left_at"]))
 
 
 def main(argv: list[str] | None = None) -> None:
