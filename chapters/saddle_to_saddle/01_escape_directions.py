@@ -383,10 +383,12 @@ glue("sts1-t-printed", f"{100 * t_printed:.0f}%", display=False)
 ledger.below("prop22-unit-speed", "Prop. 2.2", "the closed form holds along escape directions when s is the "
              "unit-sphere speed L^(-L/2) s (largest relative error over L and t)",
              "s of Def. 2.1 (sqrt(L)-sphere)", err_unit, 1e-6, fmt=".1e", items="prop22", bearing="qualifies",
-             origin="theory: RK4 error below 1e-8 at this step")
+             origin="theory: RK4 error below 1e-8 at this step",
+             falsifier="the closed form with the unit-sphere speed off the float64 flow by 1e-6 or more (relative) at some depth or time")
 ledger.above("prop22-as-printed", "Prop. 2.2", "read with the speed of Def. 2.1, as printed, the closed form is "
              "wrong at every depth (smallest, over L, of the largest relative error)", "holds", err_def, 0.5,
-             fmt=".2f", items="prop22", bearing="contradicts", origin="prior")
+             fmt=".2f", items="prop22", bearing="contradicts", origin="prior",
+             falsifier="the printed closed form (speed of Def. 2.1) within 50% of the integrated flow at some depth")
 ledger.below("prop22-direction", "Prop. 2.2", "the direction stays constant along the closed-form escape direction "
              "(largest 1 - cos; a check of the integrator: the tangential gradient is 0 there by construction)",
              "constant", cos_dev, 1e-9, fmt=".1e", items="prop22", bearing="control", origin="theory")
@@ -394,10 +396,12 @@ ledger.above("prop22-direction-control", "Prop. 2.2, negative control", "from a 
              "turns (1 - cos)", "-", cos_random, 1e-3, fmt=".3f", items="prop22", bearing="control", origin="prior")
 ledger.below("escape-time-corrected", "Sec. 2.2", "t_1(r) - t_0 = (R_0^(2-L) - r^(2-L)) / ((L-2) L s_unit) "
              "matches the integrated time (relative error)", "[R_0^(2-L) + r^(2-L)]", t_err, 1e-6, fmt=".1e",
-             items="escape-time", bearing="qualifies", origin="theory: RK4 error below 1e-8 at this step")
+             items="escape-time", bearing="qualifies", origin="theory: RK4 error below 1e-8 at this step",
+             falsifier="the corrected escape time off the integrated time by 1e-6 or more (relative)")
 ledger.above("escape-time-printed", "Sec. 2.2", "the printed formula (with +r^(2-L)) misses the integrated time "
              "(largest relative error over L > 2; it shrinks like 2 (r/R_0)^(2-L))", "holds", t_printed, 0.05,
-             fmt=".3f", items="escape-time", bearing="contradicts", origin="prior")
+             fmt=".3f", items="escape-time", bearing="contradicts", origin="prior",
+             falsifier="the printed escape-time formula within 5% of the integrated time at every depth L > 2")
 
 # %% [markdown]
 # The closed form with the unit-sphere speed agrees with the integration to
@@ -471,10 +475,12 @@ for key, val in {"stime-err": f"{stime_err:.0e}", "stime-printed": f"{stime_prin
 ledger.below("time-change-with-L", "Sec. 2.1", "||theta(s)|| = ||theta(0)|| exp(-L int L_0) and t(s) with (L-2)L "
              "hold along a turning path (largest relative error)", "exp(-int L_0), exp((L-2) int L_0)",
              max(stime_err, tofs_err), 1e-4, fmt=".1e", items="sec21-time-change", bearing="qualifies",
-             origin="theory: trapezoidal s-time integral, error about 1e-6")
+             origin="theory: trapezoidal s-time integral, error about 1e-6",
+             falsifier="the forms with the factor L off the integrated path by 1e-4 or more (relative)")
 ledger.above("time-change-as-printed", "Sec. 2.1", "the printed forms, without the factor L, are wrong "
              "(smaller of the two relative errors)", "holds", min(stime_printed, tofs_printed), 0.1, fmt=".2f",
-             items="sec21-time-change", bearing="contradicts", origin="prior")
+             items="sec21-time-change", bearing="contradicts", origin="prior",
+             falsifier="one of the printed forms (without the factor L) within 10% of the integrated path")
 
 # %% [markdown]
 # ## From a small initialisation: track the flow of $\mathcal L_0$, then escape
@@ -552,12 +558,14 @@ ledger.above("tracks-l0-control", "Sec. 2.2, negative control", "the alpha = 1 r
 ledger.below("escape-kkt", "Sec. 2.2", f"from alpha = {small['alpha']:g}, the direction is close to an escape "
              "direction when the loss has fallen 5% (KKT residual)", "converges to an escape direction",
              small["kkt"], 0.5, fmt=".2f", items="sec22-scale", bearing="supports",
-             origin="after-seeds: 0.4 at alpha = 1e-4 first; 0.5 at alpha = 1e-8 after a pilot on seeds 0-4")
+             origin="after-seeds: 0.4 at alpha = 1e-4 first; 0.5 at alpha = 1e-8 after a pilot on seeds 0-4",
+             falsifier="a KKT residual of 0.5 or more at the checkpoint from alpha = 1e-8 (the direction not near an escape direction)")
 ledger.above("escape-speed", "Sec. 2.2, Sec. 5 (1)", f"... with a speed close to the best the solver finds "
              "(ratio), at this very small scale only (the alpha = 1 control below is far from it)",
              "GD finds the optimal escape (conjecture)", small["speed"] / s_best, 0.9, fmt=".3f",
              items=["sec22-scale", "conj1"], bearing="qualifies", proxy=True,
-             origin="after-seeds: 0.85 at alpha = 1e-4 first; 0.9 at alpha = 1e-8 after a pilot on seeds 0-4")
+             origin="after-seeds: 0.85 at alpha = 1e-4 first; 0.9 at alpha = 1e-8 after a pilot on seeds 0-4",
+             falsifier="a speed at most 0.9 of the best the solver finds, from alpha = 1e-8")
 ledger.above("escape-kkt-control", "Sec. 2.2, negative control", "from alpha = 1 the loss falls before the "
              "direction is an escape direction (KKT residual)", "-", large["kkt"], 1.0, fmt=".2f",
              items="sec22-scale", bearing="control", origin="prior")

@@ -38,20 +38,29 @@
 # :::
 #
 # ```{admonition} What to take away
-# - **Reproduced at this scale.** Every depth-6 run sits on a plateau at the initial loss
-#   $\log10$ (the saddle at the origin) for at least {glue:text}`sts4-origin-min` of the run, then drops to a second
-#   plateau. After that first escape the hidden layers are close to rank one, and the deeper
-#   ones more than the first. On the second plateau the deep layers stay rank one throughout
-#   (Section 5's third conjecture), although at this step weak balancedness, the paper's reason
-#   for it, is far from maintained.
-# - **Depth matters, also at a matched output scale.** At the same entry scale depth-4 networks
-#   start with much larger outputs and leave the origin at once; started from the scale that
-#   matches depth 6's initial output norm they rarely have a plateau at the origin, while every
-#   depth-6 run has one; their loss still falls in sudden drops, nearly as staircase-like as at
-#   depth 6. From an even smaller start more depth-4 runs show a plateau.
+# - **Figure 1's picture, not its mechanism.** Every depth-6 run sits on a plateau at the initial
+#   loss $\log10$ (the saddle at the origin) for at least {glue:text}`sts4-origin-min` of the run,
+#   then drops to a second plateau. At the end of that first drop the hidden layers are close to
+#   rank one, and the deeper ones more than the first, as in Figure 1(b). But these runs do not
+#   leave the origin along an escape direction: from this initial scale,
+#   {doc}`06_first_escape_and_initial_scale` finds the direction far from any escape direction
+#   when the loss starts to fall, with layers not yet rank one; the rank-one layers form during
+#   the drop. So the observation of Figure 1(b) is reproduced, the paper's reading of it (an
+#   escape along an optimal escape direction, Theorem 3.1) is not tested by these runs.
+# - **On the second plateau** the deep layers stay rank one throughout, as Section 5's third
+#   conjecture says of the layers an escape makes rank one; here they were made rank one by the
+#   drop, and at this step weak balancedness, the paper's reason for the conjecture, is far from
+#   maintained: a qualified reproduction.
+# - **Depth matters for the plateau at the origin, by how much depends on the detector.** At the
+#   same entry scale depth-4 networks start with much larger outputs and leave the origin at
+#   once. Started from the scale that matches depth 6's initial output norm they have a saddle at
+#   the origin less often than depth 6 at every plateau window we tried, but how much less
+#   depends on the window, and how staircase-like their loss is depends on the smoothing (tables
+#   below): both comparisons are qualified.
 # - **Not settled here.** The second escape and the second singular value that comes with it
-#   (Figure 1(c)) happen in some runs within the budget and not in others, and whether the
-#   paper's step would leave the second plateau as these runs do needs the `full` profile.
+#   (Figure 1(c)) happen in some runs within the budget and not in others, at ten times the
+#   paper's step; what the paper's step does on the second plateau is measured on MNIST, for ten
+#   times that page's budget, in {doc}`05_mnist` (section "The paper's step size").
 # ```
 
 # %% tags=["parameters"]
@@ -70,13 +79,17 @@ PROFILES = {
     # shortest plateau, in steps; branch: steps of the 10x branch on the second plateau (the
     # paper's step runs ten times as many); control_*: the large-initialisation negative control;
     # probe: examples of the loss curve; record, uniform: log-spaced and equally spaced spectrum
-    # records; segment: steps per cached segment (resumable full runs)
+    # records; segment: steps per cached segment (resumable full runs); windows: plateau windows
+    # evaluated, as multiples of min_plateau (1.0 is the page's setting); smoothings: staircase
+    # smoothings evaluated, in decades (0.05 is the page's setting)
     "ci": dict(data="digits", width=64, std=1 / 64, steps=7000, steps4=7000, batch=32, eta=100 / 36, runs6=8,
                runs4=(2, 4, 4), min_plateau=500, branch=300, control_std=2 ** 0.5 / 8, control_runs=2,
-               control_steps=2000, probe=300, record=40, uniform=80, segment=None),
+               control_steps=2000, probe=300, record=40, uniform=80, segment=None,
+               windows=(0.2, 0.4, 1.0, 2.0), smoothings=(0.05, 0.1, 0.2)),
     "full": dict(data="mnist", width=1000, std=1e-3, steps=1_875_000, steps4=1_875_000, batch=32, eta=10 / 36,
                  runs6=1, runs4=(1, 1, 1), min_plateau=20_000, branch=20_000, control_std=2 ** 0.5 / 1000 ** 0.5,
-                 control_runs=1, control_steps=200_000, probe=2000, record=300, uniform=200, segment=100_000),
+                 control_runs=1, control_steps=200_000, probe=2000, record=300, uniform=200, segment=100_000,
+                 windows=(0.2, 0.4, 1.0, 2.0), smoothings=(0.05, 0.1, 0.2)),
 }
 
 # %%
@@ -242,7 +255,8 @@ level_dev = max(abs(v - math.log(K)) for v in levels6) / math.log(K)
 ledger.above("origin-plateau", "Fig. 1(a)", "every depth-6 run sits on a plateau for at least 10% of the run "
              "before its first drop (shortest plateau as a share of the run)", "a plateau at the saddle at the origin",
              min(origin6), 0.1, fmt=".2f", items="fig1", bearing="supports", proxy=True, vtol=0.12,
-             origin="after-seeds: pilots on seeds 0-4 gave 0.23 or more")
+             origin="after-seeds: pilots on seeds 0-4 gave 0.23 or more",
+             falsifier="a depth-6 run whose plateau at the origin lasts less than 10% of the run (or is not found)")
 ledger.below("origin-level", "Fig. 1(a)", "... at the initial loss log 10 (largest relative gap of a plateau's level "
              "to log 10; a plateau from step 0 of outputs of order 1e-5 sits there by construction: a check of the "
              "detector)", "the saddle at the origin", level_dev, 0.01, fmt=".1e", items="fig1", bearing="control",
@@ -250,14 +264,16 @@ ledger.below("origin-level", "Fig. 1(a)", "... at the initial loss log 10 (large
 ledger.below("rank-one-escape", "Fig. 1(b)", "after the first escape one singular value dominates the deep layers "
              "(median over runs of the mean s2/s1 of W_4..W_6)", "a single dominant singular value in every layer",
              np.nanmedian(deep_at), 0.3, fmt=".2f", items=["fig1", "fig3"], bearing="supports", proxy=True, vtol=0.06,
-             origin="after-seeds: pilots on seeds 0-4 gave about 0.15; random matrices about 0.95")
+             origin="after-seeds: pilots on seeds 0-4 gave about 0.15; random matrices about 0.95",
+             falsifier="a median mean s2/s1 of W_4..W_6 of 0.3 or more at the end of the first drop")
 ledger.holds("deeper-more-rank-one", "Fig. 1(b), Fig. 3", "... more than in the first layer: in most runs s2/s1(W_1) "
              "exceeds the mean over W_4..W_6 (share of runs; their median difference)",
              "particularly pronounced in layers 4-6", f"{frac_deeper:.2f}; {np.nanmedian(w1_at - deep_at):.2f}",
              frac_deeper >= 0.75, tolerance="share >= 0.75", items=["fig1", "fig3"], bearing="supports", proxy=True,
              value=frac_deeper, lo=0.75, vtol=0.25,
              origin="after-seeds: first the median difference > 0.1 (pilots 0.2-0.3; margin 1.4 over seeds 0-4); "
-             "restated as a share of runs after a review")
+             "restated as a share of runs after a review",
+             falsifier="fewer than three quarters of the runs with s2/s1(W_1) above the mean of W_4..W_6 there")
 large_saddles = sum(row["found"].n_saddles for row in rowsL)
 large_origin = max(row["origin_len"] for row in rowsL)
 large_deep = min(row["deep_end"] for row in rowsL)
@@ -275,7 +291,10 @@ ledger.holds("large-init-control", "Fig. 1, negative control", "from the usual i
 # the **largest** mean $s_2/s_1$ of layers 4-6 over all the spectra recorded on it, not only its
 # end: {glue:text}`sts4-p2-max` at most, against about {glue:text}`sts4-init-ratio` at
 # initialisation. The deep layers stay rank one over the whole plateau, and the first layer is
-# the least rank-one (second figure below).
+# the least rank-one (second figure below). The conjecture is about the layers that an escape
+# along an escape direction makes rank one; in these runs the layers became rank one during the
+# drop ({doc}`06_first_escape_and_initial_scale`), so the claim below qualifies it rather than
+# reproducing it.
 #
 # Figure 1(c) of the paper shows a second dominant singular value at the end of training, after
 # a second drop. Here, {glue:text}`sts4-escaped-text` How many runs escape the second saddle
@@ -306,11 +325,13 @@ escaped_text = (f"{len(escaped)} of the {P['runs6']} networks got below loss 1.2
 for key, val in {"n-p2": n_p2, "p2-max": f"{plateau_max:.2f}", "escaped-text": escaped_text}.items():
     glue(f"sts4-{key}", val, display=False)
 ledger.holds("conj3-stays-rank-one", "Sec. 5 (3)", "on the second plateau the deep layers stay rank one throughout "
-             "(runs with a second plateau; largest mean s2/s1 of W_4..W_6 over every record on it)",
+             "(runs with a second plateau; largest mean s2/s1 of W_4..W_6 over every record on it); their rank one "
+             "formed during the drop, not at an escape direction (chapter 6), and weak balancedness is broken",
              "rank-one layers remain rank one until the next saddle", f"{n_p2}; {plateau_max:.2f}",
              n_p2 >= 1 and plateau_max <= 0.3, tolerance=">= 1; <= 0.3", items="conj3",
-             bearing="supports", proxy=True, value=plateau_max, hi=0.3, vtol=0.08,
-             origin="after-seeds: 0.3, as for rank-one-escape (first 0.2 on the end point; seed 3 gave 0.19)")
+             bearing="qualifies", proxy=True, value=plateau_max, hi=0.3, vtol=0.08,
+             origin="after-seeds: 0.3, as for rank-one-escape (first 0.2 on the end point; seed 3 gave 0.19)",
+             falsifier="no run with a second plateau, or a record on one with mean s2/s1 of W_4..W_6 above 0.3")
 
 # %% [markdown]
 # ## Weak balancedness, and the step size
@@ -335,8 +356,9 @@ ledger.holds("conj3-stays-rank-one", "Sec. 5 (3)", "on the second plateau the de
 # and the largest mean $s_2/s_1$ of layers 4-6 is {glue:text}`sts4-branch-big` at ten times the
 # paper's step and {glue:text}`sts4-branch-small` at the paper's. So over this window the step
 # size does not decide whether a run leaves the second plateau; why the runs at ten times the
-# paper's step leave it within a few thousand steps, and whether the paper's step would, needs the
-# long runs of the `full` profile (not run: no GPU was available).
+# paper's step leave it within a few thousand steps is not resolved. On MNIST
+# ({doc}`05_mnist`, last section) runs continued from the second plateau at the paper's step for
+# ten times that page's budget are the measurement of what the paper's step does there.
 
 # %%
 drift6 = staircase.relative_imbalance_drift([W.double() for W in deep6.initial], [W.double().cpu() for W in deep6.weights])
@@ -399,26 +421,36 @@ ledger.above("balance-step-control", "Sec. 5 (3), control", "over the same s-tim
 #   than 0.3 decade on a log-step axis (`staircase.staircase_share`; 1 for sudden drops between
 #   plateaus, below 0.2 for exponential or power-law decays in the unit tests).
 #
-# Every depth-6 run has a saddle at the origin (shortest plateau {glue:text}`sts4-d6-plat`
-# steps). At the same entry scale no depth-4 run has one, and **with the initial output norm
-# matched, few do** ({glue:text}`sts4-d4m-sad` of the runs; the others leave the origin within
-# {glue:text}`sts4-d4m-leave` steps). The staircase shares (medians) are
-# {glue:text}`sts4-share6` at depth 6 and {glue:text}`sts4-share4` at depth 4 (entry scale 1,
-# matched, a third): at the matched scale depth 4's loss also falls mostly in sudden drops, so
-# the difference in the staircase share is small; what depth 4 lacks is the long plateau at the
-# origin. From a third of the matched scale, {glue:text}`sts4-d4s-text` So depth matters for the
-# plateau at the origin at matched output scale, as the paper says, but depth 4 is not incapable
-# of plateaus: a smaller start gives it some, and its later drops are as sudden.
+# Both measures rest on an analysis setting that the paper does not have (it judges plateaus by
+# eye): the plateau window and the smoothing. The tables printed below evaluate them, on the same
+# runs, at the page's setting and its neighbours (windows {glue:text}`sts4-windows` steps;
+# smoothings {glue:text}`sts4-smoothings` decade), and the claims read every column.
+#
+# Every depth-6 run has a saddle at the origin at every window (shortest plateau
+# {glue:text}`sts4-d6-plat` steps), and at the same entry scale no depth-4 run has one. **With the
+# initial output norm matched, fewer depth-4 runs have one, and how many depends on the window**
+# (at {glue:text}`sts4-min-plateau` steps: {glue:text}`sts4-d4m-sad`; share of runs with one at
+# the windows of the table: {glue:text}`sts4-d4m-row`): the depth-4 runs leave the origin within
+# {glue:text}`sts4-d4m-leave` steps, so a short window counts their brief plateau and a long one
+# does not. The staircase shares (medians, at 0.05 decade) are {glue:text}`sts4-share6` at depth 6
+# and {glue:text}`sts4-share4` at depth 4 (entry scale 1, matched, a third). Whether depth 4's
+# drops count as sudden is decided by the smoothing: at the matched scale its median share is
+# {glue:text}`sts4-share4m-row` at smoothings {glue:text}`sts4-smoothings`, against
+# {glue:text}`sts4-share6-row` at depth 6. So depth 6 has the longer plateau at the origin and the
+# more staircase-like loss at every setting we tried, as the paper says, but the size of both
+# gaps is a property of the detector, not only of the networks. From a third of the matched
+# scale, {glue:text}`sts4-d4s-text`
 
 # %%
-def origin_saddle(result: training.RunResult, r: int) -> float:
-    """Length in steps of the run's saddle at the origin (0 if none), with the absolute detector."""
-    found = staircase.plateaus_abs(result.spectra_steps, result.loss_curve[r], min_steps=P["min_plateau"])
+def origin_saddle(result: training.RunResult, r: int, window: float | None = None) -> float:
+    """Length in steps of the run's saddle at the origin (0 if none), with the absolute detector
+    and the plateau window ``window`` steps (default: the page's min_plateau)."""
+    found = staircase.plateaus_abs(result.spectra_steps, result.loss_curve[r], min_steps=window or P["min_plateau"])
     return next((b - a for a, b in found.saddles if a == 0), 0.0)
 
 
-def share(result: training.RunResult, r: int) -> float:
-    return min(1.0, staircase.staircase_share(result.spectra_steps, result.loss_curve[r]).share)
+def share(result: training.RunResult, r: int, smooth: float = 0.05) -> float:
+    return min(1.0, staircase.staircase_share(result.spectra_steps, result.loss_curve[r], smooth=smooth).share)
 
 
 leave = lambda res, r: next((s for s, v in zip(res.spectra_steps, res.loss_curve[r]) if v < 0.99 * math.log(K)), None)
@@ -442,32 +474,62 @@ for (a, n), sd, lf, sh in zip(groups4, sad4, left4, share4):
     print(f"depth 4, alpha {a:.3g}: origin saddles {[round(v) for v in sd]} steps; left the origin {lf}; "
           f"staircase shares {[round(v, 2) for v in sh]}")
 med = lambda xs: float(np.median(xs)) if xs else float("nan")
+# the analysis settings and their neighbours, on the same runs (no retraining)
+windows = [round(f * P["min_plateau"]) for f in P["windows"]]
+win_tab = {w: (frac([origin_saddle(deep6, r, w) for r in range(P["runs6"])]),
+               [frac([origin_saddle(deep4, r, w) for r in g]) for g in g4]) for w in windows}
+smooth_tab = {sm: (med([share(deep6, r, sm) for r in range(P["runs6"])]),
+                   [med([share(deep4, r, sm) for r, ok in zip(g, lf) if ok]) for g, lf in zip(g4, left4)])
+              for sm in P["smoothings"]}
+print("share of runs with a saddle at the origin, by plateau window (steps):")
+print(f"{'window':>8}{'depth 6':>10}" + "".join(f"{'d4, a=' + format(a, '.2g'):>12}" for a, _ in groups4))
+for w, (f6, f4) in win_tab.items():
+    print(f"{w:>8}{f6:>10.2f}" + "".join(f"{v:>12.2f}" for v in f4) + ("   <- page" if w == P["min_plateau"] else ""))
+print("median staircase share, by smoothing (decades):")
+print(f"{'smooth':>8}{'depth 6':>10}" + "".join(f"{'d4, a=' + format(a, '.2g'):>12}" for a, _ in groups4))
+for sm, (m6, m4) in smooth_tab.items():
+    print(f"{sm:>8.2f}{m6:>10.2f}" + "".join(f"{v:>12.2f}" for v in m4) + ("   <- page" if sm == 0.05 else ""))
+entry_gap = min(f6 - f4[0] for f6, f4 in win_tab.values())
+matched_gaps = {w: f6 - f4[1] for w, (f6, f4) in win_tab.items()}
+stair_gaps = {sm: m6 - m4[1] for sm, (m6, m4) in smooth_tab.items()}
 d4m_leave = max(((leave(deep4, r) or P["steps4"]) for r, x in zip(g4[1], sad4[1]) if x == 0), default=0)
 for key, val in {"out6": f"{out6:.1e}", "out4": f"{out4:.1e}", "alpha-m": f"{alpha_match:.2f}", "n4-1": len(g4[0]),
                  "n4-m": len(g4[1]), "n4-s": len(g4[2]), "min-plateau": P["min_plateau"],
                  "d6-plat": f"{min(sad6):,.0f}", "d4m-leave": d4m_leave,
                  "d4m-sad": f"{sum(x > 0 for x in sad4[1])} of {len(g4[1])}", "share6": f"{med(share6):.2f}",
-                 "share4": ", ".join(f"{med(x):.2f}" for x in share4), "d4s-text": d4s_text}.items():
+                 "share4": ", ".join(f"{med(x):.2f}" for x in share4), "d4s-text": d4s_text,
+                 "windows": ", ".join(str(w) for w in windows),
+                 "smoothings": ", ".join(f"{sm:g}" for sm in P["smoothings"]),
+                 "d4m-row": ", ".join(f"{f4[1]:.2f}" for _, f4 in win_tab.values()),
+                 "share4m-row": ", ".join(f"{m4[1]:.2f}" for _, m4 in smooth_tab.values()),
+                 "share6-row": ", ".join(f"{m6:.2f}" for m6, _ in smooth_tab.values())}.items():
     glue(f"sts4-{key}", val, display=False)
 ledger.holds("depth-distinct-plateaus", "Sec. 5, Fig. 4", "at the same entry scale every depth-6 run has a saddle at "
-             f"the origin (a plateau of >= {P['min_plateau']} steps) and no depth-4 run has one (share with one: depth "
-             "6; depth 4); confounded with the initial output scale", "plateaus more distinct at depth 6 than at depth 4",
-             f"{frac(sad6):.2f}; {frac(sad4[0]):.2f}", frac(sad6) == 1 and frac(sad4[0]) == 0, tolerance="1; 0",
-             items=["sec5-depth", "fig4"], bearing="qualifies", proxy=True, value=frac(sad6) - frac(sad4[0]), lo=0.99,
-             vtol=0.3, origin="prior")
+             f"the origin and no depth-4 run has one, at every plateau window from {min(windows)} to {max(windows)} "
+             "steps (smallest over the windows of the share with one at depth 6 minus that at depth 4); confounded "
+             "with the initial output scale", "plateaus more distinct at depth 6 than at depth 4",
+             f"{entry_gap:.2f}", entry_gap == 1.0, tolerance="1 at every window", items=["sec5-depth", "fig4"],
+             bearing="qualifies", proxy=True, value=entry_gap, lo=0.99, vtol=0.3, origin="prior",
+             falsifier="at some window, a depth-4 run at the entry scale with a saddle at the origin or a depth-6 run "
+                       "without one")
 ledger.holds("depth-matched-output", "Sec. 5, Fig. 4", "with depth 4's initial output norm matched to depth 6's, "
-             "depth-4 runs rarely have a saddle at the origin and depth-6 runs always do (share with one: depth 6; "
-             "depth 4 at the matched scale; the difference must be at least 0.5)",
-             "ReLU networks need depth for distinct plateaus", f"{frac(sad6):.2f}; {frac(sad4[1]):.2f}",
-             frac(sad6) - frac(sad4[1]) >= 0.5, tolerance="difference >= 0.5", items=["sec5-depth", "fig4"],
-             bearing="supports", proxy=True, value=frac(sad6) - frac(sad4[1]), lo=0.5, vtol=0.3,
-             origin="after-seeds: first 'none at depth 4' (seed 0); seeds 1 and 2 had one depth-4 run of four with "
-             "one")
+             "depth-6 runs have a saddle at the origin more often than depth-4 runs at every plateau window (smallest "
+             "difference of the shares with one over the windows; the difference at each window, from "
+             f"{min(windows)} to {max(windows)} steps); how much more depends on the window",
+             "ReLU networks need depth for distinct plateaus",
+             f"{min(matched_gaps.values()):.2f}; " + ", ".join(f"{v:.2f}" for v in matched_gaps.values()),
+             min(matched_gaps.values()) > 0, tolerance="> 0 at every window", items=["sec5-depth", "fig4"],
+             bearing="qualifies", proxy=True, value=min(matched_gaps.values()), lo=0.0, vtol=0.3,
+             origin="after-seeds: first 'none at depth 4' (seed 0), then a difference >= 0.5 at 500 steps; a review "
+                    "found that on its threshold at 200 steps and failing at 100, so it is read at every window",
+             falsifier="at some window, depth-4 runs at the matched scale with a saddle at the origin at least as "
+                       "often as depth-6 runs")
 ledger.above("depth-staircase", "Sec. 5, Fig. 4", "depth 6 is more staircase-like than depth 4 at the matched output "
-             "scale, but only slightly: both lose most of their loss in sudden drops (median staircase share, depth 6 "
-             "minus depth 4)", "plateaus more distinct at depth 6",
-             med(share6) - med(share4[1]), 0.0, fmt=".2f", items=["sec5-depth", "fig4"], bearing="qualifies", proxy=True,
-             vtol=0.15, origin="prior")
+             "scale at every smoothing, by a margin the smoothing decides (smallest over the smoothings of the median "
+             "staircase share, depth 6 minus depth 4; the table shows each)", "plateaus more distinct at depth 6",
+             min(stair_gaps.values()), 0.0, fmt=".2f", items=["sec5-depth", "fig4"], bearing="qualifies", proxy=True,
+             vtol=0.15, origin="prior",
+             falsifier="at some smoothing, a median staircase share at depth 4 (matched scale) at least depth 6's")
 
 # %% [markdown]
 # **Proposition 3.4 on trained networks.** The key inequality of
@@ -516,17 +578,8 @@ ax.axvline(steps6[k_end], color="k", ls="--", lw=0.8)
 ax.set_xlabel("SGD step")
 ax.set_ylabel("training loss (probe set)")
 ax.legend(fontsize=7)
-for ax, k, title in ((axes[1], row0["k1"], "after the first escape"), (axes[2], k_end, "last step")):
-    if k is None:
-        ax.set_axis_off()
-        continue
-    for layer in range(1, 7):
-        sv = deep6.singular_values(layer)[k, r0, :10].numpy()
-        ax.plot(np.arange(1, len(sv) + 1), sv, "o-", ms=3, color=plotting.color(layer - 1), label=f"$W_{layer}$")
-    ax.set_yscale("log")
-    ax.set_xlabel("index $i$")
-    ax.set_ylabel("$s_i(W_\\ell)$")
-    ax.set_title(title, fontsize=8)
+training.checkpoint_spectra_panels(deep6, r0, ((axes[1], row0["k1"], "after the first escape"),
+                                              (axes[2], k_end, "last step")))
 axes[1].legend(fontsize=6, ncol=2)
 glue("sts4-fig-loss", fig, display=False)
 plt.close(fig)
@@ -562,13 +615,19 @@ plt.close(fig)
 #
 # ## Conclusion
 #
-# At this scale the first saddle-to-saddle step of the paper's MNIST experiment is reproduced on
-# digits: a long plateau at the origin, a drop, a second plateau on which the deep layers are
-# nearly rank one throughout (more than the first layer), and no plateau at the origin at depth 4
-# at the same entry scale, rarely one at the same initial output norm (a smaller start gives more
-# depth-4 runs a plateau; the drops of depth 4 are nearly as sudden as those of depth 6). Weak balancedness is broken by the large step, and the rank-one
-# structure survives anyway. The second escape and its second singular value are seen only in
-# the runs that get there within the budget. These are proxies: digits instead of MNIST, width 64
+# At this scale the loss curve and spectra of the first saddle-to-saddle step of the paper's
+# MNIST experiment are seen on digits: a long plateau at the origin, a drop, a second plateau on
+# which the deep layers are nearly rank one throughout (more than the first layer). The
+# mechanism the paper attaches to them is not: the runs do not leave the origin along an escape
+# direction, and their layers become rank one during the drop
+# ({doc}`06_first_escape_and_initial_scale`), so Figure 1(b)'s observation is reproduced and the
+# third conjecture only qualified. Depth 4 has no plateau at the origin at the same entry scale;
+# at the same initial output norm it has one less often than depth 6 at every plateau window, and
+# a less staircase-like loss at every smoothing, by margins the window and the smoothing decide (a
+# smaller start gives more depth-4 runs a plateau). Weak balancedness is broken by the large
+# step, and the rank-one structure survives anyway. The second escape and its second singular
+# value are seen only in the runs that get there within the budget. These are proxies: digits
+# instead of MNIST, width 64
 # instead of 1000, a larger step, and {glue:text}`sts4-steps` steps instead of 1000 epochs.
 #
 # **How the tolerances are set.** The detector's thresholds (plateau: ten times slower than the
@@ -584,7 +643,14 @@ plt.close(fig)
 # and whose ratio was still falling. We now use the same 0.3 as for `rank-one-escape`. The second escape was first meant to be
 # a claim; the pilots showed it depends on the seed, and it was left out of the ledger (see
 # above). A claim that depth-4 networks never pass through a rank-one stage was dropped after the
-# first run of this page: they do, briefly, as they leave the origin. Chaotic SGD runs give a
+# first run of this page: they do, briefly, as they leave the origin. **Restated after a third
+# review:** `depth-matched-output` first asked for a difference of at least 0.5 between the shares
+# of depth-6 and depth-4 runs with a saddle at the origin at the 500-step window; at 200 steps it
+# sat on that threshold and at 100 it failed, so it now asks for a positive difference at every
+# window of the table and is `qualifies`; `depth-staircase` said depth 4 is "only slightly" less
+# staircase-like, true at 0.05 decade and false at 0.1 and 0.2, so it now reads every smoothing.
+# `conj3-stays-rank-one` is `qualifies`: the layers it follows were made rank one by the drop,
+# not by an escape along an escape direction. Chaotic SGD runs give a
 # different trajectory on another CPU, as another seed would, so the claims on them compare values
 # across machines with a tolerance (`vtol`) about the spread over seeds 0-4 rather than the
 # default 10%. **Added after a review**

@@ -25,6 +25,9 @@ Modules:
   first escape with the exact end of the first plateau (Sec. 5, first conjecture);
 - :mod:`.certificates`: certified optimal escape speeds of planar data at depths 2 and 3 (linear
   programs over sign patterns, with dual certificates);
+- :mod:`.paper_step`: the paper's step size against chapter 5's enlarged one: runs on the second
+  plateau continued at the paper's step for ten times the page's budget (a study run from the
+  command line, its result committed as data and shown on the page);
 - :mod:`.staircase`: the staircase share of a loss curve on a log-step axis, plateaus of absolute
   length, and the per-neuron imbalance that gradient flow conserves (weak balancedness).
 """

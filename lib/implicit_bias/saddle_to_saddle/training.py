@@ -321,3 +321,49 @@ def layer_spectra_figure(result: RunResult, run: int, depth: int, top: int = 10)
     axes[0].set_ylabel(f"top-{top} singular values")
     axes[depth - 1].set_xlabel("SGD step")
     return fig
+
+
+def plateau_certificate(weights: Sequence[torch.Tensor], X: torch.Tensor, y: torch.Tensor, *, eta0: float,
+                        window: int, tol: float):
+    """Is each stacked network ``weights`` (``(R, out, in)`` per layer) sitting on a plateau?
+
+    :func:`implicit_bias.convergence.stationarity` at a **fixed** rate: full-batch gradient descent
+    on the cross-entropy on ``(X, y)`` (the probe examples) for ``window`` steps, each network at
+    the norm-adaptive rate its own weights give at the start, ``eta0 (||theta|| / sqrt L)^(2-L)``,
+    held fixed (the rates enter as weights of the summed loss, with ``lr = 1``). A network is
+    certified when its probe loss changes by at most ``tol`` (relative) over the window. The rate
+    does not decay, so a network that is leaving a plateau is not certified by a vanishing step."""
+    from .. import convergence
+
+    L = len(weights)
+    Ws = [W.detach().double() for W in weights]
+    norm = sum(W.pow(2).flatten(1).sum(1) for W in Ws).sqrt()
+    rate = eta0 * (norm / math.sqrt(L)) ** (2 - L)                               # (R,)
+    Xd = X.double()
+    R = Ws[0].shape[0]
+
+    def per_run(ws: list[torch.Tensor]) -> torch.Tensor:
+        out = models.layer_activations(ws, Xd)[0][-1]                            # (R, n, K)
+        return torch.nn.functional.cross_entropy(out.transpose(1, 2), y.expand(R, -1), reduction="none").mean(1)
+
+    return convergence.stationarity(lambda ws: (rate * per_run(ws)).sum(), Ws, 1.0, window,
+                                    quantity=per_run, tol=tol)
+
+
+def checkpoint_spectra_panels(result: RunResult, run: int, panels: Sequence[tuple[Any, int | None, str]],
+                              top: int = 10) -> None:
+    """Draw, on each ``(axis, k, title)`` of ``panels``, the top ``top`` singular values of every
+    layer of one run of ``result`` at the recorded step index ``k`` (one line per layer, log
+    scale; the axis is hidden when ``k`` is None): the centre and right panels of Figure 1."""
+    from .. import plotting
+
+    for ax, k, title in panels:
+        if k is None:
+            ax.set_axis_off()
+            continue
+        for layer in range(1, result.config.depth + 1):
+            sv = result.singular_values(layer)[k, run, :top].numpy()
+            ax.plot(range(1, len(sv) + 1), sv, "o-", ms=3, color=plotting.color(layer - 1), label=f"$W_{layer}$")
+        ax.set_yscale("log")
+        ax.set(xlabel="index $i$", ylabel="$s_i(W_\\ell)$")
+        ax.set_title(title, fontsize=8)
