@@ -57,20 +57,24 @@
 # chosen after seeing the runs. The rows as first written stay; rows added after the review
 # measure the same predictions without the artifacts. On seeds 0-4
 # ({doc}`robustness page </book/robustness>`):
-# - **P1 is not resolved at this scale, though the runs lean against it.** The first report,
-#   "fewer at every depth", compared two thresholds. With one threshold in both arms, read at
-#   every depth where both arms fit as P1's criterion asks, the counts differ on every seed with
-#   Jacot's threshold 0.1 (which P1 had ruled out for the unregularised arm) and on most seeds,
-#   not all, with P1's own threshold 0.5.
+# - **The regularised networks are not certified minima, at this budget or at 3 times it.** P1 and
+#   P3(b) are about the end state of $L_2$ training, a minimum of the regularised loss. Continued at
+#   half their training step (`synthesis.arms.certify_minima`), these networks still move (their
+#   squared norm by 3-4% over 1000 steps at depths 4 and 6), so those readings are **not resolved
+#   at this budget**; the numbers below describe the networks as trained.
+# - **P1 is not resolved.** The first report, "fewer at every depth", compared two thresholds. With
+#   P1's own threshold 0.5 in both arms, at every depth where both arms fit, the counts differ on
+#   most of seeds 0-4, not all; at depth 6 the small-initialisation networks have the task's
+#   bottleneck rank, 2, and the regularised ones 3.
 # - **P2 is not resolved at this scale.** The update $W-W_0$ is close to rank one when it first
 #   grows (the first row's second direction was the random initial bulk), but at depth 4 the first
 #   two directions appear almost together, and the runs do not leave along an escape direction of
 #   the saddle at the origin: the initialisation is not small enough for the theory.
-# - **P3(a)'s conservation holds at a smaller step** (chosen after the failure at the raised
-#   step, so the row qualifies P3 rather than supports it), as the conservation law of gradient
-#   flow says. **P3(b) is not resolved**: the regularised networks are not at
-#   critical points, where balance is a theorem; their middle layers' norms are near the learned
-#   rank (within 40%, not 20%).
+# - **P3(a) fails at the runs' own step and, by its own 5% criterion, holds at a smaller step on
+#   some seeds only** (the step was chosen after the failure, so the row qualifies P3); the
+#   conservation law behind it holds at that step (a control). **P3(b) is not resolved**: by its
+#   own bound (within 20% of the learned rank) the middle layers pass on seed 0 only, and the
+#   networks are neither certified minima nor critical points, where balance is a theorem.
 # - **P4 and P5**, on the same networks: {doc}`04_alignment_and_depth`.
 # - P6 and P7 (digits): {doc}`02_depth_and_reversion`; P8, a question that needs two papers:
 #   {doc}`03_pauses_and_minima`.
@@ -150,14 +154,17 @@ PROFILES = {
     # times the steps (P3(a), added 2026-11-26); reg_*: depths, lambda, steps, init scale of the
     # regularised arm (lr = 2 / L everywhere); reg_fixed: the depth at which P3(b) and P4 read the
     # regularised arm (restated on 2026-11-26: it was "the deepest depth where every network fits", which
-    # changes with the CPU kernel); plain_*: the unregularised standard-init control; seeds: networks per cell
+    # changes with the CPU kernel); plain_*: the unregularised standard-init control; seeds: networks per cell;
+    # cert_rate, cert_window: the regularised arm's minimum certificate (arms.certify_minima) at the fixed rate
+    # cert_rate x the training rate 2 / L over cert_window steps (not scaled by the budget)
     "ci": dict(n=128, width=32, k=2, small_depths=(4, 6), small_std=0.02, small_eta=(0.3, 1.5), small_steps=8000,
                record=40, slow_eta=0.5, slow_factor=3, reg_depths=(4, 6, 8, 10), lam=5e-3, reg_steps=5000,
-               reg_init=1.5, reg_fixed=6, plain_depths=(4, 8), plain_steps=3000, seeds=3, cache=False),
+               reg_init=1.5, reg_fixed=6, plain_depths=(4, 8), plain_steps=3000, seeds=3, cert_rate=0.5,
+               cert_window=1000, cache=False),
     "full": dict(n=1000, width=256, k=2, small_depths=(4, 6, 8), small_std=0.005, small_eta=(0.3, 1.5, 1.5),
                  small_steps=60_000, record=100, slow_eta=0.5, slow_factor=3, reg_depths=tuple(range(4, 25, 2)),
                  lam=1e-3, reg_steps=60_000, reg_init=1.5, reg_fixed=12, plain_depths=(4, 8, 12), plain_steps=20_000, seeds=5,
-                 cache=True),
+                 cert_rate=0.5, cert_window=5000, cache=True),
 }
 
 # %%
@@ -264,16 +271,22 @@ for j, (L, run) in enumerate(small.items()):
     axes[j, 1].axhline(0.5, color="grey", ls=":", lw=1)
     axes[j, 1].set(title=f"L={L}: top singular values of the middle layer", xlabel="step")
 axes[0, 1].legend(fontsize=8)
-fig.tight_layout()
 plt.show()
 
 learned = {L: structure.layer_ranks(run.weights, 0.1)[:, mid(L)] for L, run in reg.items()}
+# added (issue 28): are the regularised networks at a minimum? continue each at a fixed rate below the training rate
+certified = {L: arms.certify_minima(run, X, Y, P["lam"], P["cert_rate"] * 2.0 / L, P["cert_window"]) for L, run in reg.items()}
 for row in rows:
     print(f"L={row['L']} seed {row['r']}: saddles on the loss curve {row['saddles']}, singular values "
           f"acquired {row['acquired']}, gap s1->s2 {row['gap']:.2f} of the run, s2/s1 at first crossing "
           f"{row['ratio_at_first']:.2f}, final/initial loss {row['fit']:.3f}")
 for L in reg:
-    print(f"regularised L={L}: learned ranks {learned[L].tolist()}, train cost {[round(float(c), 3) for c in reg[L].cost]}")
+    print(f"regularised L={L}: learned ranks {learned[L].tolist()}, train cost {[round(float(c), 3) for c in reg[L].cost]}; "
+          f"minimum certificate: {certified[L][1].describe()}")
+n_cert = {L: int(ok.sum()) for L, (ok, _) in certified.items()}
+glue("syn-cert", "; ".join(f"$L={L}$: {n} of {len(seeds)}" for L, n in n_cert.items()), display=False)
+glue("syn-cert-worst", f"{max(float(c.rel_change.view(len(seeds), -1)[:, 0].max()) for _, c in certified.values()):.3f}",
+     display=False)
 
 # %% [markdown]
 # **P1** compares, depth by depth, the singular values the small-init network acquires with the
@@ -291,7 +304,9 @@ ledger.below("p1-fewer-than-l2-rank", "P1", "depths where the small-init network
              "at every depth; the two thresholds differ (see p1r-*)", "P1 fails: fewer at every depth", p1_not_fewer,
              0.5, fmt=".0f", items="p1", bearing="qualifies",
              origin="after-seeds: restated as P1's failure after seeds 0-4; relabelled qualifies after the review of "
-                    "2026-11-26 (a threshold artifact)")
+                    "2026-11-26 (a threshold artifact)",
+             falsifier="at some depth the small-init network acquires at least as many values (> 0.5) as the L2 "
+                       "network learns (> 0.1)")
 p2_gap = min(row["gap"] for row in rows)
 p2_ratio = max(row["ratio_at_first"] for row in rows)
 glue("syn-p2-gap", f"{p2_gap:.2f}", display=False)
@@ -300,12 +315,14 @@ ledger.below("p2-not-one-at-a-time", "P2", "small init: time from s_1 to s_2 cro
              "(smallest over runs); prediction P2 said > 0.05 in every run; the runs are not in P2's regime "
              "(p2r-no-escape-direction)", "P2 fails: < 0.05 in some run", p2_gap, 0.05, fmt=".2f", items="p2",
              bearing="qualifies", origin="after-seeds: restated as P2's failure after seed 0 (the bound 0.05 is "
-                                         "P2's); relabelled qualifies on 2026-11-26")
+                                         "P2's); relabelled qualifies on 2026-11-26",
+             falsifier="in every run s_2 crosses 0.5 at least 5% of the run after s_1 (P2(a) holds)")
 ledger.above("p2-not-rank-one", "P2", "small init: s_2 / s_1 of the middle layer W when s_1 crosses 0.5 (largest "
              "over runs); prediction P2 said < 0.3 in every run (bound 0.2 set after seeds 0-4)",
              "P2 fails: second direction >= 0.2 of the first", p2_ratio, 0.2, fmt=".2f", items="p2",
              bearing="qualifies", origin="after-seeds: 0.2 set after seeds 0-4 (P2 said 0.3); relabelled qualifies "
-                                         "after the review of 2026-11-26 (it measures the initial bulk)")
+                                         "after the review of 2026-11-26 (it measures the initial bulk)",
+             falsifier="s_2 / s_1 < 0.2 at the first crossing in every run (the layer is close to rank one)")
 ledger.above("small-arm-escapes", "control", "small init: singular values above 0.5 acquired by the middle layer "
              "(smallest over runs): every run leaves the origin (control restated after seeds 0-4)", ">= 1",
              min(row["acquired"] for row in rows), 0.5, fmt=".0f", items="p2", bearing="control",
@@ -353,7 +370,9 @@ ledger.above("p1r-shallow-not-fewer", "P1", f"added 2026-11-26: one threshold fo
              f"training wrote: at depth {L_top}, singular values of the small-init update minus those of the L2 "
              "network (modes), smallest over the two thresholds: the first row's 'fewer' is a threshold artifact",
              "not fewer: >= 0", p1r_shallow, -0.5, fmt=".0f", items="p1", bearing="qualifies",
-             origin="after-seeds: the review (2026-11-26) had seen that one threshold reverses the first row")
+             origin="after-seeds: the review (2026-11-26) had seen that one threshold reverses the first row",
+             falsifier=f"with one of the two thresholds the small-init update has fewer values than the L2 network at "
+                       f"depth {L_top}")
 ledger.above("p1r-jacot-threshold-differs", "P1", f"added 2026-11-26: Jacot's threshold 0.1 for both arms: at depth "
              f"{L_top}, where both fit, singular values of the small-init update minus those of the L2 network "
              "(modes); prediction P1 said equal, but counted the unregularised arm above 0.5, 0.1 being too low for "
@@ -361,15 +380,25 @@ ledger.above("p1r-jacot-threshold-differs", "P1", f"added 2026-11-26: Jacot's th
              "second review)", "more from small init (at 0.1)", p1r_jacot, 0.5, fmt=".0f",
              items="p1", bearing="qualifies",
              origin="after-seeds: 0.1 chosen for this row because with 0.5 the depth-4 counts are equal on some "
-                    "seeds (review prototypes, seeds 0-3); the bound, equal counts, is P1's")
-ledger.above("p1r-differs-some-depth", "P1", "added 2026-11-26 (second review): P1's own criterion, the counts differ "
-             "at a depth where both arms fit (C < 0.1 for every network), with one threshold for both arms, at every "
-             "depth of the small arm: number of the two thresholds (0.1, 0.5) under which P1 fails; 2 (fails with "
-             "P1's own 0.5 too) on most of seeds 0-4, 1 (only with 0.1) on the others: not resolved at this scale",
-             "P1 fails with at least one threshold", len(p1r_fails), 0.5, fmt=".0f", items="p1", bearing="qualifies",
-             origin="after-seeds: P1's criterion and the first review's two thresholds; depth 6 included after "
-                    "seeing seed 0's depth-6 costs and counts; bound 2 (contradicts) lowered to 1 (qualifies) after "
-                    "seeds 0-4 gave 1 on some seed (second review, 2026-11-26)")
+                    "seeds (review prototypes, seeds 0-3); the bound, equal counts, is P1's",
+             falsifier=f"at 0.1 the small-init update has no more values than the L2 network at depth {L_top}")
+# restated (issue 29): the row counted the thresholds under which P1 fails, and with 0.1, which P1 had ruled out for the
+# unregularised arm, the counts always differ, so it passed whether or not P1 held; now P1's own threshold 0.5 alone,
+# read only where the L2 networks are certified minima (P1 is about the rank the regularised network learns)
+p1r_differ_05 = [L for L in both_fit if p1r[0.5, L][0] != p1r[0.5, L][1]]
+p1_cert = all(n_cert[L] == len(seeds) for L in both_fit)
+glue("syn-p1r-differ", ", ".join(map(str, p1r_differ_05)) or "none", display=False)
+ledger.above("p1r-differs-some-depth", "P1", "P1's own criterion with P1's own threshold, 0.5, in both arms (restated "
+             "under issue 29: it counted the thresholds, 0.1 included, under which the counts differ, and passed "
+             "whether or not P1 held): depths where both arms fit (C < 0.1 for every network) at which the counts "
+             "(modes, small-init update against L2 weights) differ; " + (
+                 "the L2 networks are certified minima there" if p1_cert else
+                 "not resolved at this budget: the L2 networks are not certified minima (arms.certify_minima)"),
+             "P1 fails: counts differ at >= 1 depth", len(p1r_differ_05), 0.5, fmt=".0f", items="p1",
+             bearing="contradicts" if p1_cert else "qualifies",
+             origin="after-seeds: P1's criterion and threshold; depth 6 included after seeing seed 0's depth-6 "
+                    "costs and counts (second review, 2026-11-26); restated to the threshold 0.5 alone under issue 29",
+             falsifier="with 0.5 in both arms the counts are equal at every depth where both arms fit (P1 holds)")
 ledger.below("p1r-both-fit", "control", f"added 2026-11-26: depth {L_top}: training cost C of both arms (largest over "
              "networks): both fit, as P1's test requires", "< 0.1 (the bottleneck part's fit)", small_cost, 0.1,
              fmt=".3f", items="p1", bearing="control", origin="prior: the bottleneck part's threshold")
@@ -377,7 +406,8 @@ ledger.below("p2r-update-rank-one", "P2", "added 2026-11-26: small init: s_2 / s
              "W - W_0 when its s_1 first reaches 0.5 (fine records), median over runs; P2(b) said < 0.3 in every "
              "run (the runs are printed above)", "rank one in most runs: < 0.3", p2r_median, 0.3, fmt=".2f",
              items="p2", bearing="qualifies",
-             origin="after-seeds: P2(b)'s bound; the median over runs chosen after the review's runs (2026-11-26)")
+             origin="after-seeds: P2(b)'s bound; the median over runs chosen after the review's runs (2026-11-26)",
+             falsifier="median s_2 / s_1 >= 0.3: the update is not close to rank one when it first grows")
 ledger.above("p2r-no-escape-direction", "control", "added 2026-11-26: small init: KKT residual of the direction "
              "theta / ||theta|| when the loss has fallen by 5% (saddle part's test: 0 on an escape direction), "
              "smallest over runs: the runs are not in the regime of Bantzis et al.", "> 0.5",
@@ -401,16 +431,33 @@ ledger.above("p2r-no-escape-direction", "control", "added 2026-11-26: small init
 # network, whose update has many small directions, and the row chose it after seeing the 0.5
 # counts; it qualifies P1, it does not contradict it. P1's criterion is not about depth 4 alone:
 # it fails if the counts differ at *any* depth where both arms fit. On seed 0 both arms fit at
-# depths {glue:text}`syn-p1r-fit` (largest training cost $C$ below 0.1, printed above), depth 6
-# included, where the small network has *fewer* values above 0.5 than the regularised one; with one
-# threshold for both arms, the counts differ at some depth where both fit for
-# {glue:text}`syn-p1r-nfail` of the two thresholds (seed 0). Over seeds 0-4
-# (`p1r-differs-some-depth`, added in the second review): with 0.1 on every seed; with P1's 0.5 on
-# most seeds, not on all (on some seeds a depth-6 small run is still on a plateau, so depth 6 does
-# not count, and the depth-4 counts agree). The regularised networks of depth 4 are themselves far
-# from the task's bottleneck rank 2 (seed 0: their learned ranks are printed above), so at this
-# scale neither count is the bottleneck rank that P1 (and the saddle paper's conjecture behind it)
-# is about.
+# depths {glue:text}`syn-p1r-fit` (largest training cost $C$ below 0.1, printed above). With P1's
+# own threshold 0.5 in both arms the counts differ at depths {glue:text}`syn-p1r-differ` (seed 0):
+# at depth 6 the small network has 2 values above 0.5, the task's bottleneck rank, and the
+# regularised one 3. Over seeds 0-4 (`p1r-differs-some-depth`) they differ on most seeds, not on
+# all (on some seeds a depth-6 small run is still on a plateau, so depth 6 does not count, and the
+# depth-4 counts agree). That row used to count the thresholds, 0.1 included, under which the
+# counts differ; with 0.1 they always differ (the unregularised update has many small directions),
+# so it passed whether or not P1 held; it now reads 0.5 alone and fails where the counts agree. The
+# regularised networks of depth 4 are themselves far from the task's bottleneck rank 2 (seed 0:
+# their learned ranks are printed above), so at this scale neither count is the bottleneck rank
+# that P1 (and the saddle paper's conjecture behind it) is about.
+#
+# **Are the regularised networks at a minimum?** P1 counts the rank the regularised network
+# *learns*, an end state. `synthesis.arms.certify_minima` continues each network on a copy at a
+# fixed rate, half the training step $2/L$, for 1000 steps, and certifies it when its squared norm
+# moves by less than 1% and the counts of its middle singular values above 0.1 and 0.5 do not
+# change. Certified, by depth: {glue:text}`syn-cert` (seed 0; largest change of the squared norm
+# {glue:text}`syn-cert-worst`; the certificates are printed above). A targeted run outside this
+# page (seed 0: the regularised arm built as here by `bottleneck.sweeps.depth_sweep`, then
+# `convergence.stationarity` on the squared norm alone, window 1000) shows why the rate is below the
+# training step: at $2/L$ itself the same networks pass (their norm changes by at most 0.4% at
+# depths 4 and 6), with a relative gradient of 26 to 45, so gradient descent at $2/L$ holds them
+# in an oscillation, not at a minimum (the rate was chosen after seeing that). More steps at the
+# same rate do not resolve it: with 3 times the steps (`reg_steps` 15000, what
+# `IMPLICIT_BIAS_BUDGET=3` gives) the networks still move at half the step by 3.2-4.0% at depth 4
+# and 2.5-2.9% at depth 6, and 1 of 3 is certified at depth 8. P1's rows therefore **qualify** P1:
+# not resolved at this budget.
 #
 # P2's records say that the first two singular values of $W$ cross 0.5 within
 # {glue:text}`syn-p2-gap` of the run of each other, and that $s_2/s_1$ reaches
@@ -503,7 +550,8 @@ ledger.above("p3a-norms-not-equal", "P3(a)", "small init, no L2: (max - min) / m
              "||W_l||_F^2 (largest over runs); prediction P3(a) said < 0.05", "P3(a) fails: >= 0.05 in some run",
              float(spread_small.max()), 0.05, fmt=".3f", items="p3", bearing="qualifies",
              origin="after-seeds: restated as P3(a)'s failure after seed 0 (bound 0.05 is P3(a)'s); relabelled "
-                    "qualifies after the review of 2026-11-26 (it fails only at the raised step)")
+                    "qualifies after the review of 2026-11-26 (it fails only at the raised step)",
+             falsifier="the final layer norms agree within 5% of their mean in every run (P3(a) holds)")
 ledger.above("p3a-control-spread", "control", "standard init: the same spread at initialisation (smallest) is "
              "far from 0, so the check can fail", "> 0.2", float(spread_plain_init.min()), 0.2, fmt=".2f",
              items="p3", bearing="control", origin="prior")
@@ -512,13 +560,25 @@ ledger.below("p3b-fixed-depth-fits", "control", f"restated 2026-11-26: L2 depth 
              "network fits, as P3(b) requires",
              "< 0.1 (the bottleneck part's fit)", float(reg[L_deep].cost.max()), 0.1, fmt=".3f", items="p3",
              bearing="control", origin="prior: the bottleneck part's threshold")
-ledger.below("p3b-isometry-norms", "P3(b)", f"L2 depth {L_deep}: max relative error of ||W_l||_F^2 against each "
-             "network's learned rank k, middle layers; prediction P3(b) said < 0.2 at the deepest depth that fits "
-             "(holds on some seeds only; bound 0.4 set after seeds 0-4); restated 2026-11-26 at a fixed depth",
-             "qualified: < 0.4", mid_norm_err, 0.4, fmt=".2f", items="p3", bearing="qualifies",
-             origin="after-seeds: 0.4 set after seeds 0-4 (P3(b) said 0.2); depth fixed at 6 and each network's own "
-                    "rank on 2026-11-26, when the deepest fitting depth (6 or 8) and so the value (0.16 or 0.78) "
-                    "were seen to change with the CPU kernel")
+# restated (issue 29): P3(b)'s own bound 0.2 against the learned rank (the mode over seeds, as written) decides; the
+# readings chosen after seeing runs (each network's own rank, the bound 0.4) are shown beside it, not as the verdict
+mid_err_mode = float(((mid_norms - k_deep).abs() / k_deep).max())
+readings = [("P3(b) as written: learned rank (mode), bound 0.2", mid_err_mode, 0.2),
+            ("each network's own learned rank, bound 0.2", mid_norm_err, 0.2),
+            ("each network's own learned rank, bound 0.4 (set after seeds 0-4)", mid_norm_err, 0.4)]
+print(f"P3(b) at L2 depth {L_deep}, middle layers: largest relative error of ||W_l||_F^2 against the learned rank")
+for name, v, b in readings:
+    print(f"  {name:<66} {v:.2f}  {'holds' if v < b else 'fails'}")
+glue("syn-p3b-cert", f"{n_cert[L_deep]} of {len(seeds)}", display=False)
+ledger.below("p3b-isometry-norms", "P3(b)", f"L2 depth {L_deep}: max relative error of ||W_l||_F^2 against the learned "
+             "rank (the mode over seeds, as P3(b) was written), middle layers; P3(b)'s own bound 0.2 (restated under "
+             "issue 29: the row read each network's own rank with a bound 0.4 set after seeds 0-4; both readings are "
+             "in the table of the page); not resolved at this budget: the networks are not certified minima "
+             "(arms.certify_minima) and the bound holds on some seeds only", "P3(b): < 0.2", mid_err_mode, 0.2,
+             fmt=".2f", items="p3", bearing="qualifies",
+             origin="prior: P3(b)'s bound and rank, as committed; depth fixed at 6 on 2026-11-26 (the deepest fitting "
+                    "depth changed with the CPU kernel); bearing qualifies after seeds 0-4 (0.22-0.30 on seeds 1-4)",
+             falsifier="an error >= 0.2: some middle layer's squared norm is not within 20% of the learned rank")
 ledger.above("p3b-not-balanced", "P3(b)", f"L2 depth {L_deep} (restated 2026-11-26, was the deepest fitting depth): "
              "|sum of balancedness residuals| / "
              "(||theta||^2 / L), largest over layers and seeds; prediction P3(b) said < 0.05; the networks are not "
@@ -526,15 +586,25 @@ ledger.above("p3b-not-balanced", "P3(b)", f"L2 depth {L_deep} (restated 2026-11-
              0.05, fmt=".3f", items="p3", bearing="qualifies",
              origin="after-seeds: restated as P3(b)'s failure after seed 0 (bound 0.05 is P3(b)'s); relabelled "
                     "qualifies on 2026-11-26 (the hypothesis, a critical point, does not hold); depth fixed at 6 on "
-                    "2026-11-26 (the deepest fitting depth changed with the CPU kernel)")
-ledger.below("p3r-small-step-conserves", "P3(a)", f"added 2026-11-26: small init, no L2, eta0 <= {P['slow_eta']} "
+                    "2026-11-26 (the deepest fitting depth changed with the CPU kernel)",
+             falsifier="every residual < 0.05 of ||theta||^2 / L (the networks are balanced, as P3(b) says)")
+ledger.below("p3r-small-step-conserves", "control", f"added 2026-11-26: small init, no L2, eta0 <= {P['slow_eta']} "
              f"(depth {L_slow} rerun with {P['slow_factor']} x the steps): largest change of the conserved "
-             "differences ||W_l+1||^2 - ||W_l||^2 over the run, relative to the mean final layer norm; holds at a "
-             "smaller step than the runs P3(a) was tested on, chosen after they failed (relabelled qualifies on "
-             "2026-11-26, second review)",
-             "conserved: < 0.05 (P3(a)'s margin)", drift_small_step, 0.05, fmt=".3f", items="p3", bearing="qualifies",
+             "differences ||W_l+1||^2 - ||W_l||^2 over the run, relative to the mean final layer norm: the law of "
+             "gradient flow that P3(a) rests on holds at this step (relabelled control under issue 29: it checks the "
+             "conservation law, a theorem, not P3(a)'s 5% criterion on the layer norms, p3r-small-step-own-criterion)",
+             "conserved: < 0.05", drift_small_step, 0.05, fmt=".3f", items="p3", bearing="control",
              origin="after-seeds: P3(a)'s 5%, applied to the conserved differences; the step 0.5 and 3 x the steps "
                     "are the review's (2026-11-26)")
+ledger.below("p3r-small-step-own-criterion", "P3(a)", f"added under issue 29: P3(a)'s own criterion at the smaller "
+             f"step: small init, no L2, eta0 <= {P['slow_eta']} (the depth-4 runs; depth {L_slow} rerun with "
+             f"{P['slow_factor']} x the steps): (max - min) / mean of the final layer norms ||W_l||_F^2, largest over runs; the step was chosen "
+             "after P3(a) failed at the runs' own step", "P3(a): < 0.05", float(spread_slow.max()), 0.05, fmt=".3f",
+             items="p3", bearing="qualifies",
+             origin="prior: P3(a)'s own 5%, as committed; the step 0.5 and 3 x the steps are the review's "
+                    "(2026-11-26), chosen after the failure at the raised step",
+             falsifier="a spread >= 0.05 in some run at the smaller step (a run still on its first plateau keeps "
+                       "its initial differences)")
 ledger.above("p3r-raised-step-drifts", "control", f"added 2026-11-26: the same drift in the runs at the steps of "
              "the first rows (largest over runs): the measure can fail", "> 0.05", float(drift.max()), 0.05,
              fmt=".3f", items="p3", bearing="control", origin="prior: the same 5%")
@@ -552,21 +622,27 @@ ledger.above("p3r-not-critical", "control", f"added 2026-11-26: L2 depth {L_deep
 # **P3: what the runs show.** From small initialisation with the steps of the first runs, the final
 # layer norms differ by up to {glue:text}`syn-p3-spread` of their mean (seed 0), and the
 # "conserved" differences $\lVert W_{\ell+1}\rVert_F^2-\lVert W_\ell\rVert_F^2$ drift by up to
-# {glue:text}`syn-p3-drift` of the mean layer norm. That is the step, not the invariance: at
-# $\eta_0\le$ {glue:text}`syn-slow_eta` (depth 6 rerun with {glue:text}`syn-slow_factor` times the
-# steps) the drift is at most {glue:text}`syn-p3-slow-drift`, as Appendix F of
-# {cite:t}`le2022training` says for a small step, and the layer norms agree within
-# {glue:text}`syn-p3-slow-spread` of their mean (seed 0); on seeds where a rerun is still on its
-# first plateau at the end, its norms have not grown past their initial differences and the spread
-# stays above 5% ({doc}`robustness page </book/robustness>`). In the regularised networks of depth
-# {glue:text}`syn-p3-Ldeep` (a fixed depth: P3(b) named the deepest depth where every network fits,
-# which changed from 6 to 8 with the CPU kernel on seed 0, see the end of the page) the middle layers
-# have $\lVert W_\ell\rVert_F^2$ within
-# {glue:text}`syn-p3-norm-err` of the learned rank: the partial-isometry picture holds roughly.
-# Their balancedness residual ({glue:text}`syn-p3-bal` of the mean layer norm) does not test
-# P3(b): the gradient of the regularised objective is {glue:text}`syn-p3-grad` times the size of
-# its weight-decay term (seed 0), so these networks are not at the critical points where balance
-# is a theorem (with the step $2/L$ the objective still oscillates at the end).
+# {glue:text}`syn-p3-drift` of the mean layer norm. At $\eta_0\le$ {glue:text}`syn-slow_eta` (depth 6
+# rerun with {glue:text}`syn-slow_factor` times the steps) the drift is at most
+# {glue:text}`syn-p3-slow-drift`, as Appendix F of {cite:t}`le2022training` says for a small step: the
+# law is a theorem of gradient flow, so that row is a control, not P3(a). P3(a)'s own criterion, the
+# final layer norms within 5% of their mean, gives {glue:text}`syn-p3-slow-spread` at that step
+# (seed 0, `p3r-small-step-own-criterion`); on seeds where a rerun is still on its first plateau at
+# the end, its norms have not grown past their initial differences and the spread stays above 5%
+# ({doc}`robustness page </book/robustness>`). The step was chosen after P3(a) failed at the runs'
+# own step, so the row qualifies P3.
+#
+# P3(b) is read in the regularised networks of depth {glue:text}`syn-p3-Ldeep` (a fixed depth: P3(b)
+# named the deepest depth where every network fits, which changed from 6 to 8 with the CPU kernel on
+# seed 0). P3(b)'s own reading, the middle layers' $\lVert W_\ell\rVert_F^2$ within 20% of the
+# learned rank, decides the row; the readings chosen after seeing seeds 0-4 (each network's own
+# rank, a bound of 0.4) are printed beside it in the table above. P3(b)'s bound holds on seed 0 and
+# fails on seeds 1-4 (0.22 to 0.30; {doc}`robustness page </book/robustness>`), and
+# {glue:text}`syn-p3b-cert` networks are certified minima: not resolved at this budget. Their
+# balancedness residual ({glue:text}`syn-p3-bal` of the mean layer norm) does not test P3(b) either:
+# the gradient of the regularised objective is {glue:text}`syn-p3-grad` times the size of its
+# weight-decay term (seed 0), so these networks are not at the critical points where balance is a
+# theorem (with the step $2/L$ the objective oscillates at the end).
 
 # %% [markdown]
 # ## What the five lenses show together
@@ -574,17 +650,13 @@ ledger.above("p3r-not-critical", "control", f"added 2026-11-26: L2 depth {L_deep
 # (Written after the runs; every number is computed above, statements about several seeds are read
 # off the {doc}`robustness page </book/robustness>`.) Measured with one instrument each, the
 # lenses agree more than the first rows said: gradient descent keeps the invariants of gradient
-# flow when its step is small, the update from small initialisation starts close to rank one, and
-# the regularised networks show the bottleneck's aligned layers and, once restricted to fitting
-# networks, its $kL$ law ({doc}`04_alignment_and_depth`). Most of the links the predictions drew
-# are not resolved at this scale: whether the escaped saddles count the learned rank depends on
-# the threshold and the seed (most readings say they do not), the small-initialisation runs are
-# not in the asymptotic regime of the saddle theory, the regularised networks are not at the
-# critical points where balance is a theorem, and the sign of the stable rank's trend with depth
-# changes with the seed ({doc}`04_alignment_and_depth`). Where a link was tested cleanly, it
-# failed: the functions the small runs stop at are near, not equal to, the regularised ones
-# ({doc}`03_pauses_and_minima`), and depth does not speed up reversion to the OCS
-# ({doc}`02_depth_and_reversion`). All at CPU scale (width 32, depth at most 10; the `full`
+# flow when its step is small, and the update from small initialisation starts close to rank one.
+# Every link that reads the regularised networks' end state (P1, P3(b), P4's regularised part, P5,
+# P8) is not resolved at this budget: those networks are not certified minima, and 3 times the
+# steps at the same rate does not certify them. The small-initialisation runs are not in the
+# asymptotic regime of the saddle theory, and the small-initialisation runs do not align as P4
+# said ({doc}`04_alignment_and_depth`). Where a link was tested without an end state, it failed:
+# depth does not speed up reversion to the OCS ({doc}`02_depth_and_reversion`). All at CPU scale (width 32, depth at most 10; the `full`
 # profile, not run, is the test at larger scale).
 #
 # :::{admonition} What was changed after seeing runs
@@ -625,6 +697,16 @@ ledger.above("p3r-not-critical", "control", f"added 2026-11-26: L2 depth {L_deep
 # from 0.16 to 0.78), with a control that every network fits there (`p3b-fixed-depth-fits`) and
 # each network's own learned rank instead of the mode. The same day P4 and P5 moved to
 # {doc}`04_alignment_and_depth` (a page a reader finishes in one sitting).
+#
+# Under issues 28 and 29 (after seeds 0-4 had been seen): every finding names the outcome that
+# would have failed it; the regularised arm is read only as certified minima
+# (`synthesis.arms.certify_minima` at half the training step, a rate chosen after seeing that the
+# training step certifies an oscillation), and P1's and P3(b)'s rows that read it say "not
+# resolved at this budget"; `p1r-differs-some-depth` reads P1's own threshold 0.5 alone (it
+# counted thresholds including 0.1, under which it could not fail); `p3r-small-step-conserves` is a
+# control (it checks the conservation law, a theorem) and `p3r-small-step-own-criterion` tests
+# P3(a)'s own 5% on the layer norms at the smaller step; `p3b-isometry-norms` reads P3(b) as
+# written (the mode of the learned rank, bound 0.2), the later readings printed beside it.
 # :::
 #
 # ## Claims

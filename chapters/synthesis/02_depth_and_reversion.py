@@ -193,16 +193,21 @@ ledger.above("digits-trained", "control", "digits: test accuracy of every networ
 ledger.above("p6-deeper-reverts-slower", "P6", f"digits: shifts (of 3) where KL-to-OCS shrinks by a *smaller* factor "
              f"at depth {L_hi} than at depth {L_lo}; prediction P6 said larger for at least 2",
              "P6 fails: smaller for at least 2", p6_opposite, 1.5, fmt=".0f", items="p6", bearing="contradicts",
-             origin="after-seeds: restated as P6's failure after seed 0 (the count 2 is P6's)")
+             origin="after-seeds: restated as P6's failure after seed 0 (the count 2 is P6's)",
+             falsifier=f"the KL to the OCS shrinks by a smaller factor at depth {L_hi} than at depth {L_lo} under at "
+                       "most one of the three shifts (depth does not slow reversion)")
 ledger.below("p7-late-norms-shrink", "P7", "digits, blur and contrast: last-hidden-layer norm ratio, shifted "
              "(severity 5) over train, largest over both shifts, depths and seeds", "< 1 (prediction P7)", p7_max, 1.0,
              fmt=".2f", items="p7", bearing="supports",
-             origin="after-seeds: P7's bound; restricted to blur and contrast after seed 0 (clipped noise failed)")
+             origin="after-seeds: P7's bound; restricted to blur and contrast after seed 0 (clipped noise failed)",
+             falsifier="a ratio >= 1 under blur or contrast at some depth and seed (the norms do not shrink)")
 ledger.above("p7-noise-does-not-shrink", "P7", "digits, clipped noise: the same ratio, mean over depths and seeds, "
              "above the 0.4 of blur and contrast: noise barely shrinks the norms (a bound that P7 itself would also "
              "pass: see p7r-noise-own-criterion)", "clipped noise shrinks little: > 0.8", p7_noise, 0.8, fmt=".2f",
              items="p7", bearing="qualifies",
-             origin="after-seeds: 0.8 set after seeds 0-4; relabelled qualifies after the review of 2026-11-26")
+             origin="after-seeds: 0.8 set after seeds 0-4; relabelled qualifies after the review of 2026-11-26",
+             falsifier="a mean ratio <= 0.8: clipped noise shrinks the late-layer norms as blur and contrast do "
+                       "(their ratios are near 0.4)")
 ledger.above("p7-noise-control", "control", "unclipped Gaussian noise at severity 5: the same ratio (smallest): "
              "the check can fail", "> 1", p7_ctrl, 1.0, fmt=".2f", items="p7", bearing="control", origin="prior")
 
@@ -262,18 +267,23 @@ ledger.below("p6r-own-criterion", "P6", f"added 2026-11-26: shifts (of 3) where,
              f"temperature scaling, KL-to-OCS shrinks by a larger factor at depth {L_hi} than at depth {L_lo}; "
              "prediction P6 said at least 2", "P6 fails: fewer than 2", p6r_count, 1.5, fmt=".0f", items="p6",
              bearing="contradicts", origin="after-seeds: P6's count; matched loss and temperature as the review "
-                                           "asked (2026-11-26)")
+                                           "asked (2026-11-26)",
+             falsifier=f"at the same loss and temperature, depth {L_hi} reverts faster than depth {L_lo} under at "
+                       "least 2 of the 3 shifts (P6 holds)")
 ledger.between("p6r-confidence-share", "P6", f"added 2026-11-26: depth {L_hi} minus depth {L_lo} in the shrink "
                "factor (mean over shifts), at the same training loss and after temperature scaling, as a fraction "
                "of the same difference as trained: 1 if confidence explained none of it, 0 if all",
                "part of the gap is confidence: in (0, 1)", share, 0.0, 1.0, fmt=".2f", items="p6",
-               bearing="qualifies", origin="prior: the edges 0 and 1 are the two extreme explanations")
+               bearing="qualifies", origin="prior: the edges 0 and 1 are the two extreme explanations",
+               falsifier="a fraction <= 0 (matching loss and temperature reverses or removes the gap) or >= 1 "
+                         "(confidence explains none of it)")
 ledger.above("p7r-noise-own-criterion", "P7", "added 2026-11-26: digits, clipped noise at severity 5: last-hidden-"
              "layer norm ratio, largest over depths and networks (the statistic of P7's first row); prediction P7 "
              "failed if >= 1: it does, but by a few percent on seeds 0-4 (margin below one spread): not resolved "
              "at this scale", "P7's criterion for clipped noise: >= 1", p7r_noise, 1.0, fmt=".2f", items="p7",
              bearing="qualifies", origin="prior: P7's own criterion, as committed before the first run; "
-                                         "bearing qualifies after seeds 0-4")
+                                         "bearing qualifies after seeds 0-4",
+             falsifier="every ratio under clipped noise below 1 (P7 holds for clipped noise)")
 
 # %% [markdown]
 # **What the runs show, compared fairly.** The deeper networks fit the training set much faster:

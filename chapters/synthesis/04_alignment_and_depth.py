@@ -38,13 +38,17 @@
 # %% [markdown]
 # :::{admonition} What this page shows
 # On seeds 0-4 ({doc}`robustness page </book/robustness>`):
-# - **P4 is split**: adjacent middle layers align in the regularised networks, partly from small
-#   initialisation. Whether the middle stable rank falls with depth is not resolved: P4's own test
-#   (the sign of a rank correlation over depths 4-10) changes with the seed; between depths 4 and
-#   6, a pair chosen after seeing that, it *rises* while the thresholded rank falls.
-# - **P5 holds only as re-analysed**: over the fitting networks grouped by their own learned rank,
-#   $\lVert\theta\rVert^2$ grows with slope close to $k$ (Jacot's own law); that grouping was
-#   chosen after the committed one failed on the first run.
+# - **P4 fails for the small-initialisation runs as it was written** (seed 0; this reading was
+#   added under issue 29 and its sweep over seeds 1-4 is pending, see the robustness page): the
+#   median alignment over all of them (depths 4 and 6 pooled) is below P4's 0.9. At depth 6 alone,
+#   a reading chosen after seeing the runs, it passes on three of seeds 0-4. The regularised networks align above 0.9, but they
+#   are not certified minima (`synthesis.arms.certify_minima`), so that part, and whether the
+#   middle stable rank falls with depth (P4's own test changes sign with the seed), are **not
+#   resolved at this budget**.
+# - **P5 is not resolved at this budget**: over the fitting networks grouped by their own learned
+#   rank, $\lVert\theta\rVert^2$ grows with slope close to $k$ (Jacot's own law), but that
+#   grouping was chosen after the committed one failed on the first run, and the law is about
+#   minima, which these networks are not certified to be.
 # :::
 
 # %% tags=["parameters"]
@@ -57,13 +61,15 @@ PROFILES = {
     # the arms of 01_five_lenses (same keys and values; see that page): n points, width, bottleneck rank k;
     # small_*: depths, init std, norm-adaptive step per depth, steps; record: record interval (part of the
     # small arm's cache key); reg_*: depths, lambda, steps, init scale of the L2 arm; reg_fixed: the depth at
-    # which P4's regularised row reads it (restated 2026-11-26); plain_*: the control; seeds: networks per cell
+    # which P4's regularised row reads it (restated 2026-11-26); plain_*: the control; seeds: networks per cell;
+    # cert_rate, cert_window: the L2 arm's minimum certificate (arms.certify_minima), as on 01_five_lenses
     "ci": dict(n=128, width=32, k=2, small_depths=(4, 6), small_std=0.02, small_eta=(0.3, 1.5), small_steps=8000,
                record=40, reg_depths=(4, 6, 8, 10), lam=5e-3, reg_steps=5000, reg_init=1.5, reg_fixed=6,
-               plain_depths=(4, 8), plain_steps=3000, seeds=3, cache=False),
+               plain_depths=(4, 8), plain_steps=3000, seeds=3, cert_rate=0.5, cert_window=1000, cache=False),
     "full": dict(n=1000, width=256, k=2, small_depths=(4, 6, 8), small_std=0.005, small_eta=(0.3, 1.5, 1.5),
                  small_steps=60_000, record=100, reg_depths=tuple(range(4, 25, 2)), lam=1e-3, reg_steps=60_000,
-                 reg_init=1.5, reg_fixed=12, plain_depths=(4, 8, 12), plain_steps=20_000, seeds=5, cache=True),
+                 reg_init=1.5, reg_fixed=12, plain_depths=(4, 8, 12), plain_steps=20_000, seeds=5, cert_rate=0.5,
+                 cert_window=5000, cache=True),
 }
 
 # %%
@@ -76,7 +82,7 @@ from implicit_bias import homogeneous, plotting
 from implicit_bias.bottleneck import structure, tasks
 from implicit_bias.chapter import start_chapter
 from implicit_bias.claims import Ledger
-from implicit_bias.synthesis.arms import build_arms, mid_alignments, mode
+from implicit_bias.synthesis.arms import build_arms, certify_minima, mid_alignments, mode
 
 P, dev = start_chapter(PROFILES, profile=profile, seed=seed, device=device)
 ledger = Ledger("synthesis/04_alignment_and_depth")
@@ -89,8 +95,15 @@ small, reg, plain = build_arms(P, X, Y, seed, seeds, dev, snapshots=False)
 learned = {L: structure.layer_ranks(run.weights, 0.1)[:, mid(L)] for L, run in reg.items()}
 L_deep, L_slow = P["reg_fixed"], max(P["small_depths"])
 glue("syn-p4-Ldeep", L_deep, display=False)
+# are the L2 networks at a minimum of their loss? continued at half the training rate (arms.certify_minima)
+certified = {L: certify_minima(run, X, Y, P["lam"], P["cert_rate"] * 2.0 / L, P["cert_window"])[0]
+             for L, run in reg.items()}
 for L in P["reg_depths"]:
-    print(f"regularised L={L}: learned ranks {learned[L].tolist()}, train cost {[round(float(c), 3) for c in reg[L].cost]}")
+    print(f"regularised L={L}: learned ranks {learned[L].tolist()}, train cost {[round(float(c), 3) for c in reg[L].cost]}, "
+          f"certified minima {int(certified[L].sum())} of {len(seeds)}")
+n_cert_all = sum(int(ok.sum()) for ok in certified.values())
+glue("syn-p45-cert", f"{n_cert_all} of {len(seeds) * len(P['reg_depths'])}", display=False)
+reg_certified = bool(certified[L_deep].all())
 
 # %% [markdown]
 # ## Alignment and rank: P4
@@ -121,15 +134,24 @@ print("stable rank of the middle layer, regularised arm:",
 # restated 2026-11-26: the median over both depths pooled one depth-4 pair per run (poorly defined top singular
 # vectors, median 0.39) with three depth-6 pairs per run (0.81): it jumped between the two groups (0.72 or 0.55)
 # with the CPU kernel; read at the deepest small depth, the only one with several middle pairs
+ledger.below("p4-aligned-small-as-written", "P4", "added under issue 29: P4's own reading, as committed: median "
+             "alignment of adjacent middle layers over all small-init runs (depths 4 and 6 pooled); prediction P4 said "
+             "> 0.9", "P4 fails: <= 0.9", float(align_small.median()), 0.9, fmt=".2f", items="p4",
+             bearing="contradicts", origin="prior: P4's reading and bound, as committed before the first run",
+             falsifier="a pooled median alignment > 0.9 (the small-init runs align as P4 says)")
 ledger.above("p4-aligned-small", "P4", f"small init, depth {L_slow}: median alignment of adjacent middle layers; "
              "prediction P4 said > 0.9 over all small runs; at this depth that holds on seeds 2-4, not on 0 and 1 "
              "(0.80, 0.81; bound 0.6 set after seeds 0-4); restated 2026-11-26 at one depth", "qualified: > 0.6",
              float(align_small_at[L_slow].median()), 0.6, fmt=".2f", items="p4", bearing="qualifies",
              origin="after-seeds: 0.6 set after seeds 0-4 (P4 said 0.9); depth 6 alone on 2026-11-26, when the "
-                    "median pooled over depths 4 and 6 (0.72 or 0.55) was seen to change with the CPU kernel")
-ledger.above("p4-aligned-reg", "P4", f"L2, depth {L_deep}: median alignment of adjacent middle layers",
-             "> 0.9 (prediction P4)", float(align_reg.median()), 0.9, fmt=".2f", items="p4", bearing="supports",
-             origin="prior")
+                    "median pooled over depths 4 and 6 (0.72 or 0.55) was seen to change with the CPU kernel",
+             falsifier=f"a median alignment <= 0.6 at depth {L_slow}")
+ledger.above("p4-aligned-reg", "P4", f"L2, depth {L_deep}: median alignment of adjacent middle layers; " + (
+                 "the networks are certified minima" if reg_certified else "not resolved at this budget: the "
+                 "networks are not certified minima (arms.certify_minima), the end state P4 is about"),
+             "> 0.9 (prediction P4)", float(align_reg.median()), 0.9, fmt=".2f", items="p4",
+             bearing="supports" if reg_certified else "qualifies", origin="prior",
+             falsifier="a median alignment <= 0.9 in the L2 networks")
 ledger.below("p4-init-control", "control", "at initialisation: median alignment of adjacent middle layers (the "
              "check can fail)", "< 0.5", float(align_init.median()), 0.5, fmt=".2f", items="p4", bearing="control",
              origin="prior")
@@ -141,22 +163,35 @@ p4_rho = float(spearmanr([L for L in P["reg_depths"] for _ in seeds],
                          torch.cat([srank[L] for L in P["reg_depths"]]).tolist()).statistic)
 glue("syn-p4-rho", f"{p4_rho:.2f}", display=False)
 print(f"P4's committed test: Spearman correlation of the middle stable rank with depth {p4_rho:.2f} (< 0: falls)")
+ledger.below("p4-srank-falls-as-written", "P4", "added under issue 29: P4's own test, as committed: Spearman "
+             "correlation of the middle stable rank with depth over every L2 network (depths 4-10); its sign changed "
+             "with the seed when seeds 0-4 were first run (negative on 0 and 1, positive on 2-4), and the networks "
+             "are not certified minima: not resolved at this budget", "P4: falls, < 0", p4_rho, 0.0, fmt=".2f",
+             items="p4", bearing="qualifies",
+             origin="prior: P4's test, as committed; bearing qualifies after seeds 0-4 (its sign changes)",
+             falsifier="a correlation >= 0: the stable rank does not fall with depth")
 ledger.above("p4-srank-rises", "P4", f"L2: median stable rank of the middle layer at depth {P['reg_depths'][1]} minus "
              f"at depth {P['reg_depths'][0]}; prediction P4 said it falls with depth (claim set after seeds 0-4, when "
              "P4's own test, the sign of the Spearman correlation over all depths, changed with the seed; relabelled "
              "qualifies on 2026-11-26, second review)",
              "rises between these two depths", srank_rise, 0.0, fmt=".2f", items="p4", bearing="qualifies",
-             origin="after-seeds: replaced 'Spearman correlation < 0' after seeds 0-4")
+             origin="after-seeds: replaced 'Spearman correlation < 0' after seeds 0-4",
+             falsifier=f"the median stable rank at depth {P['reg_depths'][1]} is at most that at depth {P['reg_depths'][0]}")
 
 # %% [markdown]
 # **P4: what the runs show.** The median alignment of adjacent middle layers is
 # {glue:text}`syn-p4-reg` in the regularised networks of depth {glue:text}`syn-p4-Ldeep` and
-# {glue:text}`syn-p4-small-deep` in the small-initialisation runs of depth 6 ({glue:text}`syn-p4-small`
-# pooled over depths 4 and 6), against {glue:text}`syn-p4-init` at initialisation and
-# {glue:text}`syn-p4-plain` after training from standard initialisation without $L_2$ (seed 0). The
-# regularised networks align as predicted; the depth-6 small-initialisation runs pass P4's 0.9 on
-# three of seeds 0-4 and stay near 0.8 on the other two (see the
-# {doc}`robustness page </book/robustness>`), and they align less at depth 4, where the middle layers
+# {glue:text}`syn-p4-small` over all the small-initialisation runs, as P4 was written (depths 4 and 6
+# pooled; {glue:text}`syn-p4-small-deep` at depth 6 alone), against {glue:text}`syn-p4-init` at
+# initialisation and {glue:text}`syn-p4-plain` after training from standard initialisation without
+# $L_2$ (seed 0). P4's own reading decides: the small-initialisation runs do not align as P4 said
+# (`p4-aligned-small-as-written`). The reading at depth 6 alone, chosen after seeing the runs,
+# passes P4's 0.9 on three of seeds 0-4 and stays near 0.8 on the other two (see the
+# {doc}`robustness page </book/robustness>`); it is shown, not counted. The regularised networks
+# align above 0.9, but {glue:text}`syn-p45-cert` of the regularised networks of this page are
+# certified minima (`synthesis.arms.certify_minima`, continued at half the training step; printed
+# above; {doc}`01_five_lenses` explains the certificate and what 3 times the steps gives), so that
+# part of P4 is not resolved at this budget. The small runs align less at depth 4, where the middle layers
 # acquire several singular values of similar size (so that the top singular vector is poorly
 # defined), than at depth 6 (the medians by depth are printed above). Whether the stable rank of
 # the middle layer falls with depth is not resolved: P4's own test, the Spearman correlation of the
@@ -168,7 +203,8 @@ ledger.above("p4-srank-rises", "P4", f"L2: median stable rank of the middle laye
 # above 0.1 falls: the two rank measures of the notation page move in opposite directions here, as
 # in the logistic arm of the third rank-minimization chapter ({doc}`the map </book/map>` links
 # every chapter). That pair of depths was chosen after the seeds were seen, so the row qualifies
-# P4 rather than contradicts it.
+# P4 rather than contradicts it; P4's own test is the row `p4-srank-falls-as-written`, which passes
+# on seed 0 and fails on seeds 2-4.
 
 # %% [markdown]
 # ## Norm against depth: P5
@@ -213,10 +249,12 @@ print(f"depths with learned rank {k_shared}: {same_rank}; slope of ||theta||^2 a
 print(f"grouping of the first execution (rank {k_first} by per-depth mode): slope {slope_first:.2f}")
 ledger.between("p5-norm-slope", "P5", f"L2: slope of ||theta||^2 against depth over the fitting networks of learned "
                "rank k (grouping by each network's own rank set after seeds 0-4, when the grouping of the first "
-               "execution had failed on seed 0; relabelled qualifies on 2026-11-26, second review)",
+               "execution had failed on seed 0; relabelled qualifies on 2026-11-26, second review); Jacot's law is "
+               "about minima, and these networks are not certified minima (arms.certify_minima)",
                "within k +- 0.75 (prediction P5)", slope, k_shared - 0.75, k_shared + 0.75, fmt=".2f", items="p5",
                bearing="qualifies", origin="after-seeds: the band k +- 0.75 is P5's; the grouping of the networks "
-                                           "by their own rank was chosen after seed 0")
+                                           "by their own rank was chosen after seed 0",
+               falsifier="a slope outside k +- 0.75")
 
 # %% [markdown]
 # **P5: what the runs show.** Over the depths {glue:text}`syn-p5-depths` the fitting networks share
@@ -226,7 +264,8 @@ ledger.between("p5-norm-slope", "P5", f"L2: slope of ||theta||^2 against depth o
 # {glue:text}`syn-p5-kfirst`, including networks that do not fit) gives a slope of
 # {glue:text}`syn-p5-first` on the same networks (seed 0), outside P5's band. Restricting the law to
 # fitting networks follows Jacot's setting (networks at a minimum of the regularised loss), but
-# since it was chosen after a failure the row qualifies P5 rather than supports it. P5 is the
+# since it was chosen after a failure the row qualifies P5 rather than supports it; and these
+# networks are not certified minima, so P5 is not resolved at this budget. P5 is the
 # bottleneck paper's own law on these networks; it is not a link between two papers.
 
 # %% [markdown]
@@ -248,6 +287,11 @@ ledger.between("p5-norm-slope", "P5", f"L2: slope of ||theta||^2 against depth o
 # it now reads the depth-6 runs alone, its bound unchanged; and `p4-aligned-reg` reads a fixed
 # depth, 6 (it read the deepest depth where every network fits, 6 or 8 by kernel on seed 0). The
 # page was split from {doc}`01_five_lenses` the same day (a page a reader finishes in one sitting).
+# Under issues 28 and 29 (after seeds 0-4 had been seen): P4's own readings are rows that decide
+# its verdict (`p4-aligned-small-as-written`, the pooled median against 0.9, and
+# `p4-srank-falls-as-written`, the Spearman correlation), the readings chosen later are shown
+# beside them; the regularised rows are read as certified minima, and say "not resolved at this
+# budget" where the certificate fails; every finding names the outcome that would have failed it.
 # :::
 #
 # ## Claims

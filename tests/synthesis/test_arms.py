@@ -41,3 +41,19 @@ def test_train_small_without_snapshots_ends_where_the_recorded_run_ends():
     for a, b in zip(full["W"], bare["W"]):
         assert torch.equal(a, b)
     assert full["norms"].shape[-1] == 4 and float(full["loss"][:, -1].max()) < float(full["loss"][:, 0].min())
+
+
+def test_certify_minima_fails_far_from_a_minimum_and_passes_at_one():
+    """Strong weight decay drives these small networks to a minimum within a few hundred steps;
+    after 10 steps they are far from it, and continuing at a fixed rate moves them."""
+    from implicit_bias.bottleneck import sweeps
+
+    torch.set_num_threads(1)
+    g = torch.Generator().manual_seed(2)
+    X, Y = torch.randn(12, 3, generator=g), torch.randn(12, 2, generator=g)
+    early, late = (sweeps.depth_sweep(X, Y, [4], [0, 1], 6, 0.1, steps, 2.0, 1.0, torch.float64)[4]
+                   for steps in (10, 400))
+    ok_early, cert_early = arms.certify_minima(early, X, Y, 0.1, lr=0.1, window=100)
+    ok_late, cert_late = arms.certify_minima(late, X, Y, 0.1, lr=0.1, window=100)
+    assert not bool(ok_early.any()) and float(cert_early.rel_change.max()) > 0.1
+    assert bool(ok_late.all()) and float(cert_late.rel_change.max()) < 1e-6
