@@ -559,7 +559,10 @@ ledger.below("p3b-fixed-depth-fits", "control", f"restated 2026-11-26: L2 depth 
              "04_alignment_and_depth) read the regularised arm: training cost C (largest over networks): every "
              "network fits, as P3(b) requires",
              "< 0.1 (the bottleneck part's fit)", float(reg[L_deep].cost.max()), 0.1, fmt=".3f", items="p3",
-             bearing="control", origin="prior: the bottleneck part's threshold")
+             bearing="control", origin="prior: the bottleneck part's threshold",
+             # the largest training cost of chaotic L2 runs moves with the CPU kernels as with the seed
+             # (0.035-0.097 over seeds 0-4): across machines only its verdict is compared (issue 32)
+             vtol=0.1)
 # restated (issue 29): P3(b)'s own bound 0.2 against the learned rank (the mode over seeds, as written) decides; the
 # readings chosen after seeing runs (each network's own rank, the bound 0.4) are shown beside it, not as the verdict
 mid_err_mode = float(((mid_norms - k_deep).abs() / k_deep).max())
