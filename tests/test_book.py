@@ -50,6 +50,10 @@ def test_chapter_has_parameters_and_passing_ledger(py: Path):
     nb = nbformat.read(py.with_suffix(".ipynb"), as_version=4)
     tags = [t for c in nb.cells for t in c.metadata.get("tags", [])]
     assert "parameters" in tags, "the chapter needs a cell tagged 'parameters'"
+    unexecuted = [i for i, c in enumerate(nb.cells)
+                  if c.cell_type == "code" and c.source.strip() and c.get("execution_count") is None]
+    assert not unexecuted, (f"code cells {unexecuted} carry no output of the committed run (make sync clears "
+                            f"the outputs of edited cells): make execute CHAPTER={py.relative_to(ROOT)}")
     glued = book.read_glued(py.with_suffix(".ipynb"))
     assert "claims" in glued, "the committed notebook has no claims ledger: execute it"
     failed = [c["id"] for c in glued["claims"]["claims"] if c["verdict"] != "PASS"]

@@ -65,6 +65,13 @@ def is_current(chapter: str, entry: dict[str, Any], root: Path = ROOT) -> bool:
     return py.exists() and entry.get("source") == source_digest(py)
 
 
+def _verdict_cell(row: dict[str, Any]) -> str:
+    """``VERDICT value`` for a table cell, the value on one line (a number like ``1.6e-15`` would
+    otherwise break at its minus sign)."""
+    measured = str(row["measured"]).replace("|", "\\|")
+    return f'{row["verdict"]} <span class="nowrap">{measured}</span>'
+
+
 def _cell(run: dict[str, Any] | None, cid: str) -> str:
     if run is None:
         return "·"
@@ -73,7 +80,7 @@ def _cell(run: dict[str, Any] | None, cid: str) -> str:
     row = run.get("claims", {}).get(cid)
     if row is None:
         return "absent"
-    return f"{row['verdict']} {row['measured']}".replace("|", "\\|")
+    return _verdict_cell(row)
 
 
 def render_chapter(chapter: str, entry: dict[str, Any] | None, seed_entry: dict[str, Any]
@@ -104,7 +111,7 @@ def render_chapter(chapter: str, entry: dict[str, Any] | None, seed_entry: dict[
 
         def base(seed: int) -> str:
             r = x1.get(str(seed))
-            return f"{r['verdict']} {r['measured']}".replace("|", "\\|") if r else "·"
+            return _verdict_cell(r) if r else "·"
 
         cells = [base(0), _cell(runs.get(run_name(3, 0)), cid), _cell(runs.get(run_name(10, 0)), cid),
                  base(1), _cell(runs.get(run_name(3, 1)), cid)]
