@@ -70,6 +70,22 @@ def test_chapter_has_parameters_and_passing_ledger(py: Path):
 BROKEN_FENCE = re.compile(r"^\s*```+\s*\{[^}]+\}.*`")
 
 
+DOLLAR_DISPLAY = re.compile(r"\$\$(.+?)\$\$", re.S)
+
+
+@pytest.mark.parametrize("page", [*CHAPTERS, *sorted((ROOT / "book").rglob("*.md"))], ids=lambda p: p.stem)
+def test_tagged_equations_are_numbered_once(page: Path):
+    """JupyterLab's MyST renderer numbers every ``$$...$$`` display, so an equation tagged with the
+    paper's number there reads "(4) (1)"; the site numbers none. A tagged equation is written as
+    ``\\begin{equation*} ... \\tag{4} \\end{equation*}`` (MyST's amsmath block): unnumbered by both,
+    so both show the paper's number alone."""
+    cells = (book.notebook_from_source(page).cells if page.suffix == ".py"
+             else [nbformat.v4.new_markdown_cell(page.read_text())])
+    bad = [m.group(0)[:60] for c in cells if c.cell_type == "markdown"
+           for m in DOLLAR_DISPLAY.finditer(c.source) if "\\tag{" in m.group(1)]
+    assert not bad, f"tagged $$ displays (use equation*): {bad}"
+
+
 @pytest.mark.parametrize("page", [*CHAPTERS, *sorted((ROOT / "book").rglob("*.md"))], ids=lambda p: p.stem)
 def test_directive_titles_do_not_break_their_fence(page: Path):
     """CommonMark forbids backticks in the info string of a backtick fence, so a directive such as

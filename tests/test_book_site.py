@@ -410,6 +410,11 @@ def test_layout_check_finds_clipped_equations(html: Path):
             document.head.appendChild(s); return 1; })()""")
         hidden = chrome.evaluate(browser.LAYOUT_CHECK_JS)
         assert any("without a visible scrollbar" in p["problem"] for p in hidden), hidden
+        chrome.evaluate(r"""(() => { const d = document.createElement('div');
+            d.textContent = '\\[\\frac{1}{2}\\end{equation}\\]'; document.querySelector('main').appendChild(d);
+            return MathJax.typesetPromise([d]).then(() => 1); })()""")
+        assert chrome.wait_for("document.querySelectorAll('mjx-merror').length")
+        assert any(p["problem"].startswith("MathJax error") for p in chrome.evaluate(browser.LAYOUT_CHECK_JS))
 
 
 def test_build_uses_the_vendored_mathjax_when_there_is_one(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,

@@ -125,18 +125,23 @@ print(f"digits {P['classes'][0]} vs {P['classes'][1]}: {len(X)} training images,
 # hidden vertex $v\in V\setminus(I\cup\{o\})$ whose incident edges all carry learnable weights,
 # for almost every $t\ge0$,
 #
-# $$\begin{aligned}
+# \begin{equation*}
+# \begin{aligned}
 # &\sum_{u\in\mathrm{IN}_v}w_{uv}^2(t)-\sum_{b\in\mathrm{OUT}_v}w_{vb}^2(t)\\
 # &\quad=\sum_{u\in\mathrm{IN}_v}w_{uv}^2(0)-\sum_{b\in\mathrm{OUT}_v}w_{vb}^2(0).
-# \end{aligned} \tag{4}$$
+# \end{aligned} \tag{4}
+# \end{equation*}
 #
 # If moreover $\mathrm{IN}_u=\mathrm{IN}_v=\mathrm{IN}$ and $\mathrm{OUT}_u=\mathrm{OUT}_v=
 # \mathrm{OUT}$, then for almost every $t\ge0$
 #
-# $$\begin{aligned}
+# \begin{equation*}
+# \begin{aligned}
 # &\sum_{a\in\mathrm{IN}}w_{au}(t)w_{av}(t)-\sum_{b\in\mathrm{OUT}}w_{ub}(t)w_{vb}(t)\\
 # &\quad=\sum_{a\in\mathrm{IN}}w_{au}(0)w_{av}(0)-\sum_{b\in\mathrm{OUT}}w_{ub}(0)w_{vb}(0).
-# \end{aligned} \tag{5}$$
+# \end{aligned} \tag{5}
+# \end{equation*}
+#
 # :::
 #
 # Eq. (4) is true, and it does not need Assumption 1; Eq. (5)
@@ -210,7 +215,9 @@ print(f"digits {P['classes'][0]} vs {P['classes'][1]}: {len(X)} training images,
 # Under Assumptions 1 and 3, for
 # almost every $t\ge0$
 #
-# $$W_2(t)^\top W_2(t)-W_1(t)W_1(t)^\top=W_2(0)^\top W_2(0)-W_1(0)W_1(0)^\top \tag{6}$$
+# \begin{equation*}
+# W_2(t)^\top W_2(t)-W_1(t)W_1(t)^\top=W_2(0)^\top W_2(0)-W_1(0)W_1(0)^\top \tag{6}
+# \end{equation*}
 #
 # for (1) consecutive dense layers; (2) consecutive convolutions, $W_1$ the output-channel
 # flattening $c\times(ab)$ and $W_2$ the input-channel flattening $(de)\times c$; (3) $W_1=Y$,

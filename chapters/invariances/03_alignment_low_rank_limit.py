@@ -125,8 +125,12 @@ ledger = Ledger("invariances/03_alignment_low_rank_limit")
 # *existence* of $\bar w$ is a theorem ({cite:t}`ji2020directional`) once the risk drops
 # below $\ell(0)/n$ (every sample correctly classified); $\bar w$ is then, up to scaling, a KKT
 # point of the max-margin problem ({cite:t}`lyu2020gradient`):
-# $$\min_w\ \tfrac12\|w\|^2\quad\text{s.t.}\quad q_i(w):=y_i\nu(x_i;w)\ge1\ \ \forall i.
-# \tag{MM}$$
+#
+# \begin{equation*}
+# \min_w\ \tfrac12\|w\|^2\quad\text{s.t.}\quad q_i(w):=y_i\nu(x_i;w)\ge1\ \ \forall i.
+# \tag{MM}
+# \end{equation*}
+#
 # The non-vanishing part of Assumption 2 is the real hypothesis.
 #
 # :::{prf:corollary} Rank-one limit of ReLU networks (Corollary 1 of {cite:t}`le2022training`)
@@ -155,7 +159,11 @@ ledger = Ledger("invariances/03_alignment_low_rank_limit")
 # For a fully connected network ($K=0$ convolutions, no ResNetFree block, so $N_r=0$ and
 # $V_c=1$ for every layer), under Assumptions 1 and 3 there is $D\ge0$ fixed at
 # initialisation such that for almost every $t>0$
-# $$\|W_j(t)\|_F^2-\|W_j(t)\|_2^2\le D, \tag{13}$$
+#
+# \begin{equation*}
+# \|W_j(t)\|_F^2-\|W_j(t)\|_2^2\le D, \tag{13}
+# \end{equation*}
+#
 # and if $\|W_j\|_F\to\infty$, then $\|W_j\|_2^2/\|W_j\|_F^2\to1$ (Eq. 14, whose lower bound is
 # 1 here) and Eq. (15) holds. The proof takes
 # $$\begin{aligned}D={}&\|W_j(0)\|_F^2-\|W_L(0)\|_F^2\\

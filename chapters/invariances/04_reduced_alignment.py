@@ -106,10 +106,18 @@ sq_frob = lambda M: M.pow(2).sum((-2, -1))
 # $\mathrm{Fin}$, and $V_c(j)=\max\dim W^{[K+1]}\cdot\prod_{j<k\le K}\min(a_k,b_k)$ for the
 # convolutional layers ($j\le K$) and $V_c(j)=1$ otherwise. Then there is $D\ge0$, fixed at
 # initialisation, such that for almost every $t>0$ and all $j\in[K+M]$,
-# $$\frac{1}{8^{N_r(j)}V_c(j)}\,\|W^{[j]}(t)\|_F^2-\|W^{[j]}(t)\|_2^2\le D. \tag{13}$$
+#
+# \begin{equation*}
+# \frac{1}{8^{N_r(j)}V_c(j)}\,\|W^{[j]}(t)\|_F^2-\|W^{[j]}(t)\|_2^2\le D. \tag{13}
+# \end{equation*}
+#
 # If moreover $\|W^{[j]}(t)\|_F\to\infty$, then as $t\to\infty$
-# $$\frac{1}{\min\big(\operatorname{rank}W^{[j]},\,8^{N_r(j)}V_c(j)\big)}\le
-# \frac{\|W^{[j]}(t)\|_2^2}{\|W^{[j]}(t)\|_F^2}\le1, \tag{14}$$
+#
+# \begin{equation*}
+# \frac{1}{\min\big(\operatorname{rank}W^{[j]},\,8^{N_r(j)}V_c(j)\big)}\le
+# \frac{\|W^{[j]}(t)\|_2^2}{\|W^{[j]}(t)\|_F^2}\le1, \tag{14}
+# \end{equation*}
+#
 # and for the last fully connected layers ($N_r(j)=0$, $V_c(j)=1$) the normalised matrices
 # converge to rank one, $\big\|W^{[j]}/\|W^{[j]}\|_F-u_jv_j^\top\big\|_F\to0$, with adjacent
 # layers aligned, $|\langle v_{j+1},u_j\rangle|\to1$ (Equation (15)).
@@ -139,7 +147,11 @@ sq_frob = lambda M: M.pow(2).sum((-2, -1))
 # Let $T\in\mathbb R^{a\times b\times c}$ and let $T_1\in\mathbb R^{c\times(ab)}$ and
 # $T_2\in\mathbb R^{(bc)\times a}$ be its flattenings that keep the last, respectively the
 # first, index as a matrix index. Then
-# $$\frac{1}{\min(a,b)}\,\|T_1\|_2^2\le\|T_2\|_2^2. \tag{55}$$
+#
+# \begin{equation*}
+# \frac{1}{\min(a,b)}\,\|T_1\|_2^2\le\|T_2\|_2^2. \tag{55}
+# \end{equation*}
+#
 # :::
 #
 # ```{prf:proof}

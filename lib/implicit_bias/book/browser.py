@@ -228,6 +228,10 @@ LAYOUT_CHECK_JS = r"""
       }
     }
   }
+  for (const el of document.querySelectorAll('mjx-merror')) {  // TeX that MathJax could not typeset
+    problems.push({what: 'math', where: label(el.closest('mjx-container') || el),
+                   problem: 'MathJax error: ' + (el.getAttribute('data-mjx-error') || '?'), content: 0, box: 0});
+  }
   return problems;
 })()
 """
