@@ -81,8 +81,6 @@ def test_adopt_keeps_runs_only_when_the_edit_changed_no_number(tmp_path: Path,
     name = "chapters/part/01_page"
     ledger = lambda value: {"claims": {"claims": [{"id": "a", "value": value, "lo": 0.5, "hi": None,
                                                     "measured": f"{value}"}]}}
-    monkeypatch.setattr(budgets, "all_chapters", lambda *a: [py])
-    monkeypatch.setattr(budgets, "relative", lambda p: str(Path(p).relative_to(tmp_path)))
     for swept_value, adopted in ((0.9, [name]), (0.8, [])):
         budgets.save({"chapters": {name: {"source": "old", "budget_keys": ["steps"], "runs": {}}}}, tmp_path)
         monkeypatch.setattr(budgets, "_swept_notebook", lambda *a, v=swept_value: ledger(v))
@@ -90,3 +88,68 @@ def test_adopt_keeps_runs_only_when_the_edit_changed_no_number(tmp_path: Path,
         assert budgets.adopt(tmp_path) == adopted
         source = budgets.load(tmp_path)["chapters"][name]["source"]
         assert (source == budgets.source_digest(py)) == bool(adopted)
+
+
+def test_save_keeps_the_chapters_of_its_own_root(tmp_path: Path) -> None:
+    """``save(data, root)`` orders by the chapters under ``root``, not the repository's: written to
+    another tree, a sweep must keep its chapters (it once dropped every one of them)."""
+    py = tmp_path / "chapters" / "part" / "01_page.py"
+    py.parent.mkdir(parents=True)
+    py.write_text("x = 1\n")
+    name = "chapters/part/01_page"
+    budgets.save({"chapters": {"chapters/gone/99_removed": {}, name: {"source": "s"}}}, tmp_path)
+    assert list(budgets.load(tmp_path)["chapters"]) == [name]  # a chapter no longer in the tree goes
+
+
+def _swept_entry(py: Path, x10: dict) -> dict:
+    return {"source": budgets.source_digest(py), "budget_keys": ["steps"],
+            "runs": {"x3/seed0": _run(a=("PASS", "1")), "x3/seed1": _run(a=("PASS", "1")), "x10/seed0": x10}}
+
+
+def test_a_failed_run_is_to_do_and_not_a_complete_sweep(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A run that failed (killed, timed out) is listed as to do, and its chapter is not counted
+    among those swept at every budget; the same chapter with all runs finished is."""
+    from implicit_bias.book import report
+
+    py = tmp_path / "chapters" / "part" / "01_page.py"
+    py.parent.mkdir(parents=True)
+    py.write_text("x = 1\n")
+    name = "chapters/part/01_page"
+    from types import SimpleNamespace
+
+    ledger = SimpleNamespace(chapter=name, claims=[SimpleNamespace(id="a")])
+    monkeypatch.setattr(report, "collect_ledgers", lambda root, chapters: [ledger])
+    failed = {"ok": False, "claims": {}, "error": "timeout"}
+    for x10, complete in ((failed, False), (_run(a=("PASS", "1")), True)):
+        budgets.save({"runs": [], "chapters": {name: _swept_entry(py, x10)}}, tmp_path)
+        problems, todo = budgets.staleness(tmp_path, [py])
+        assert problems == []
+        assert (todo == [f"{name}: x10/seed0 failed (timeout; make budgets CHAPTER={name}.py runs it again)"]) \
+            != complete
+        monkeypatch.setattr(budget_table, "is_current", lambda chapter, entry: True)
+        summary = budget_table.render_summary(budgets.load(tmp_path), [], {"chapters": {}})
+        counted = "**1 chapter(s) swept at every budget**, 0 partly" in summary
+        assert counted == complete, summary
+        lines, _ = budget_table.render_chapter(name, budgets.load(tmp_path)["chapters"][name],
+                                               {"claims": {}})
+        assert ("x10/seed0 (failed)" in lines[0]) != complete
+
+
+def test_a_sweep_leaves_the_callers_budget_as_it_was(monkeypatch: pytest.MonkeyPatch) -> None:
+    """With ``--jobs 1`` a run executes in the caller's process: the multiplier it sets is in force
+    during the run and the caller's own value (or its absence) comes back after it."""
+    import os
+
+    from implicit_bias.book import execute
+    from implicit_bias.runtime import BUDGET_ENV
+
+    seen = []
+    monkeypatch.setattr(execute, "execute_one", lambda *a: seen.append(os.environ.get(BUDGET_ENV)))
+    for before in (None, "2"):
+        if before is None:
+            monkeypatch.delenv(BUDGET_ENV, raising=False)
+        else:
+            monkeypatch.setenv(BUDGET_ENV, before)
+        budgets._execute_with_budget(10, 0, "p.py", "out.ipynb", "logs", None)
+        assert os.environ.get(BUDGET_ENV) == before
+    assert seen == ["10", "10"]

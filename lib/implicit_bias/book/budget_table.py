@@ -23,10 +23,12 @@ RUNS: tuple[tuple[int, int], ...] = ((3, 0), (3, 1), (10, 0))
 
 
 def run_name(k: int, seed: int) -> str:
+    """The key of a run in the sweep's file and on the page: ``x3/seed0``."""
     return f"x{k}/seed{seed}"
 
 
 def run_folder(k: int, seed: int) -> Path:
+    """Where the run's executed notebooks go (``_build/budgets/x<k>/seed<s>/``)."""
     return ROOT / "_build" / "budgets" / f"x{k}" / f"seed{seed}"
 
 
@@ -36,6 +38,7 @@ def source_digest(py: Path) -> str:
 
 
 def load(root: Path = ROOT) -> dict[str, Any]:
+    """The committed budget sweep (an empty one when the file does not exist yet)."""
     path = root / SWEEP_PATH
     if path.exists():
         return json.loads(path.read_text())
@@ -97,8 +100,9 @@ def render_chapter(chapter: str, entry: dict[str, Any] | None, seed_entry: dict[
                  "computations, or gradient-flow times that are part of what it states).", ""], {})
     runs = entry.get("runs", {})
     done = [run_name(k, s) for k, s in RUNS if run_name(k, s) in runs]
+    named = [n + ("" if runs[n].get("ok") else " (failed)") for n in done]
     lines = [f"*Budget* (`{BUDGET_ENV}`) scales {', '.join(f'`{k}`' for k in keys)}; "
-             + (f"runs {', '.join(done)}" if done else "no run yet")
+             + (f"runs {', '.join(named)}" if done else "no run yet")
              + (f"; not yet run: {', '.join(run_name(k, s) for k, s in RUNS if run_name(k, s) not in runs)}"
                 if len(done) < len(RUNS) else "") + ".", ""]
     if not done:
@@ -126,8 +130,9 @@ def render_summary(budget: dict[str, Any], changed: Sequence[tuple[str, str, lis
     """The budget paragraph at the top of the robustness page, and the list of changed verdicts."""
     chapters = {c: e for c, e in budget.get("chapters", {}).items() if is_current(c, e)}
     with_budget = [c for c, e in chapters.items() if e.get("budget_keys")]
+    # a failed run (killed, timed out, an error in a cell) is no evidence: the chapter is partly swept
     complete = [c for c in with_budget
-                if all(chapters[c].get("runs", {}).get(run_name(k, s)) for k, s in RUNS)]
+                if all((chapters[c].get("runs", {}).get(run_name(k, s)) or {}).get("ok") for k, s in RUNS)]
     partial = [c for c in with_budget if c not in complete and chapters[c].get("runs")]
     none = [c for c in seed_data.get("chapters", {}) if c not in chapters
             or (chapters[c].get("budget_keys") and not chapters[c].get("runs"))]

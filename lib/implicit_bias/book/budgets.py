@@ -29,6 +29,7 @@ from typing import Any
 from ..runtime import BUDGET_ENV, budget_keys
 from .budget_table import (RUNS, SWEEP_PATH, load, run_folder, run_name, source_digest,  # noqa: F401
                            verdict_changes)
+from .common import Outcome
 from .sources import ROOT, all_chapters, profile_settings, relative
 
 
@@ -46,7 +47,7 @@ def chapter_budget(py: Path) -> list[str]:
 
 def save(data: dict[str, Any], root: Path = ROOT) -> None:
     """Write the sweep atomically (a killed sweep never leaves half a file) in the toc's order."""
-    order = [relative(p.with_suffix("")) for p in all_chapters()]
+    order = [relative(p.with_suffix(""), root) for p in all_chapters(root)]
     chapters = data["chapters"]
     data["chapters"] = {n: chapters[n] for n in order if n in chapters}
     path = root / SWEEP_PATH
@@ -61,11 +62,15 @@ def _execute_with_budget(k: int, seed: int, py: str, out: str, log_dir: str,
     """One chapter at budget ``k`` on ``seed`` (in a worker process: the kernel inherits the env)."""
     from .execute import execute_one
 
+    before = os.environ.get(BUDGET_ENV)
     os.environ[BUDGET_ENV] = str(k)
     try:
         return execute_one(py, out, {"seed": seed}, log_dir, None, False, timeout)
-    finally:
-        os.environ.pop(BUDGET_ENV, None)
+    finally:  # leave the caller's environment as it was (with jobs=1 this is the caller's process)
+        if before is None:
+            os.environ.pop(BUDGET_ENV, None)
+        else:
+            os.environ[BUDGET_ENV] = before
 
 
 def _ledger_of(k: int, seed: int, py: Path) -> dict[str, Any]:
@@ -151,7 +156,13 @@ def run_sweep(chapters: Sequence[Path], jobs: int = 1, timeout: int | None = Non
                                str(log_dir / run_name(k, seed)), timeout): (py, k, seed)
                    for py, k, seed in todo}
         for fut in as_completed(futures):
-            record(*futures[fut], fut.result())
+            py, k, seed = futures[fut]
+            try:
+                outcome = fut.result()
+            except Exception as err:  # a worker killed (out of memory, a signal): record it, go on
+                outcome = Outcome(relative(py), str(target(py, k, seed)), False, 0.0,
+                                  error=f"the worker running it died: {type(err).__name__}: {err}")
+            record(py, k, seed, outcome)
     return failed
 
 
@@ -167,8 +178,8 @@ def write_page(root: Path = ROOT) -> None:
 def staleness(root: Path = ROOT, chapters: Sequence[Path] | None = None) -> tuple[list[str], list[str]]:
     """``(problems, to do)``. Problems: runs of the current source whose claim ids differ from the
     committed notebook's (the sweep and the page disagree). To do: chapters with a budget whose runs
-    are missing, or were made on an earlier version of the page's source (the robustness page lists
-    both; ``make budgets`` runs them)."""
+    are missing or failed, or were made on an earlier version of the page's source (the robustness
+    page lists them; ``make budgets`` runs them)."""
     from .report import collect_ledgers
 
     data = load(root)
@@ -177,7 +188,7 @@ def staleness(root: Path = ROOT, chapters: Sequence[Path] | None = None) -> tupl
     chapters = list(chapters or all_chapters(root))
     current = {led.chapter: led for led in collect_ledgers(root, chapters)}
     for py in chapters:
-        name = relative(py.with_suffix(""))
+        name = relative(py.with_suffix(""), root)
         entry = data["chapters"].get(name)
         if entry is None:
             todo.append(f"{name}: not in the budget sweep")
@@ -192,6 +203,9 @@ def staleness(root: Path = ROOT, chapters: Sequence[Path] | None = None) -> tupl
             run = entry.get("runs", {}).get(run_name(k, seed))
             if not run:
                 todo.append(f"{name}: {run_name(k, seed)} not run yet")
+            elif not run.get("ok"):
+                todo.append(f"{name}: {run_name(k, seed)} failed ({run.get('error') or 'no ledger'}; "
+                            f"make budgets CHAPTER={name}.py runs it again)")
             elif run.get("ok") and list(run["claims"]) != ids_now:
                 problems.append(f"{name}: claim ids of {run_name(k, seed)} differ from the committed "
                                 f"notebook's (make budgets CHAPTER={name}.py FORCE=1)")

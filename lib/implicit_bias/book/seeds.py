@@ -296,7 +296,7 @@ def write(data: dict[str, Any], root: Path = ROOT) -> None:
             titles[chapter] = chapter_title(nb)
     budget = budgets.load(root)
     bearings = {led.chapter: {c.id: c.bearing or "" for c in led.claims}
-                for led in collect_ledgers(root, all_chapters())}
+                for led in collect_ledgers(root, all_chapters(root))}
     (root / PAGE_PATH).write_text(render_page(data, titles, budget, bearings))
 
 
