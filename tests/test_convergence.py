@@ -62,3 +62,20 @@ def test_per_member_quantity_and_bad_arguments():
         stationarity(loss_a, [wa], lr=0.05, window=0)
     with pytest.raises(FloatingPointError, match="smaller fixed rate"):
         stationarity(loss_a, [wa], lr=50.0, window=200)
+
+
+def test_grad_tol_refuses_a_point_whose_quantity_happens_not_to_move():
+    """The relative-gradient condition is checked on its own: a quantity that stays put (here a
+    constant) certifies nothing when the gradient at the end point is large."""
+    loss = ridge()
+    w = torch.zeros(5)  # untrained: the gradient is far from zero
+    still = lambda ps: torch.tensor(1.0)
+    assert stationarity(loss, [w], lr=0.05, window=10, quantity=still).all_certified  # change test alone
+    cert = stationarity(loss, [w], lr=0.05, window=10, quantity=still, grad_tol=1e-3)
+    assert not cert.all_certified and cert.rel_grad > 1e-3
+    # the relative gradient as documented: ||grad L|| * lr * window / ||theta||
+    w1 = torch.ones(5)
+    wg = w1.clone().requires_grad_(True)
+    (g,) = torch.autograd.grad(loss([wg]), [wg])
+    cert = stationarity(loss, [w1], lr=0.05, window=10, quantity=still)
+    assert cert.rel_grad == pytest.approx(float(g.norm()) * 0.05 * 10 / float(w1.norm()), rel=1e-6)

@@ -168,3 +168,31 @@ def test_two_kinds_of_items_counted_apart(tmp_path: Path):
     with pytest.raises(ValueError, match="nature"):
         write_items(tmp_path, ITEMS.replace("nature: empirical", "nature: maybe"))
         sc.load_papers(tmp_path)
+
+
+def test_errata_and_scorecards_disagree_where_they_should(tmp_path: Path):
+    """``errata_disagreements``: an erratum that calls a reproduced item wrong, one that finds a
+    contradicted item true, an unknown item, and a contradicted item no erratum names are each
+    reported; errata that match the scorecard are not."""
+    write_items(tmp_path, ITEMS)
+    papers = sc.load_papers(tmp_path)
+    errata = tmp_path / "book" / "errata"
+    errata.mkdir(parents=True)
+    contradicted = [cited("contradicts")]  # thm1 contradicted, fig1 not tested
+    (errata / "a.md").write_text("<!-- items: part/thm1 -->\nThe theorem fails.\n")
+    assert sc.errata_disagreements(tmp_path, papers, contradicted) == []
+    assert sc.errata_marks(tmp_path) == [("a.md", "part", "thm1", True)]
+    # the same erratum against a reproduced item
+    found = sc.errata_disagreements(tmp_path, papers, [cited("supports")])
+    assert found == ["book/errata/a.md: calls part/thm1 wrong, but its scorecard status is 'reproduced'"]
+    # an erratum that finds the contradicted item true; an unknown item; nothing names thm1 wrongly
+    (errata / "a.md").write_text("<!-- items-hold: part/thm1 -->\n<!-- items: part/nope, part/fig1 -->\n")
+    found = sc.errata_disagreements(tmp_path, papers, contradicted)
+    assert any("finds part/thm1 true" in p for p in found)
+    assert any("unknown item part/nope" in p for p in found)
+    assert any("calls part/fig1 wrong" in p and "'not tested'" in p for p in found)
+    # a contradicted item that no erratum names
+    (errata / "a.md").write_text("No marks here.\n")
+    found = sc.errata_disagreements(tmp_path, papers, contradicted)
+    assert found == ["part/thm1 is contradicted (or contradicted on a stand-in), but no erratum names it "
+                     "(<!-- items: ... --> in book/errata/)"]
