@@ -163,6 +163,11 @@ BAD_INPUTS = [
     (["execute", "01_ok", "--out-dir", "/proc/nope"], "--out-dir /proc/nope: nothing can be created in /proc"),
     (["execute", "01_ok", "--out-dir", "_config.yml/runs"], "_config.yml is a file, not a folder"),
     (["execute", "01_ok", "--output", "/proc/nope/a.ipynb"], "--output /proc/nope/a.ipynb: nothing can be created in /proc"),
+    (["execute", "01_ok", "--budget", "3"], "pass --out-dir DIR to run with --budget"),  # never in place
+    (["execute", "01_ok", "--budget", "0.5", "--out-dir", "out"],
+     "argument --budget: expected a number >= 1 (e.g. 3 or 10: every step count of the profile times it), "
+     "got '0.5'"),
+    (["book", "--budget", "inf"], "argument --budget: expected a number >= 1"),
     (["lab", "--port", "99999"], "argument --port: expected a port number (1-65535), got 99999"),
     (["lab", "--port", "0"], "argument --port: expected a port number (1-65535), got 0"),
 ] + ([] if torch.cuda.is_available() else [

@@ -96,13 +96,22 @@ def budget() -> float:
     if not text:
         return 1.0
     try:
+        return parse_budget(text)
+    except ValueError as err:
+        raise ValueError(f"{BUDGET_ENV}={text!r}: {err}; for fewer steps (timing runs only) use "
+                         f"{STEP_FRACTION_ENV}") from None
+
+
+def parse_budget(text: str) -> float:
+    """A budget multiplier from text (the environment, ``--budget``): a finite number >= 1, else
+    ``ValueError`` saying what is expected."""
+    try:
         k = float(text)
     except ValueError:
         k = float("nan")
     if not (k >= 1 and math.isfinite(k)):
-        raise ValueError(f"{BUDGET_ENV}={text!r}: expected a number >= 1 (e.g. 3 or 10: every step "
-                         f"count of the profile times it); for fewer steps (timing runs only) use "
-                         f"{STEP_FRACTION_ENV}")
+        raise ValueError(f"expected a number >= 1 (e.g. 3 or 10: every step count of the profile "
+                         f"times it), got {text!r}")
     return k
 
 

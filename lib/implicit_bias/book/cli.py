@@ -406,13 +406,13 @@ def cmd_install_kernel(args: argparse.Namespace) -> int:
 
 
 def _budget(text: str) -> float:
+    """``--budget K``: the check of :func:`implicit_bias.runtime.parse_budget`, for argparse."""
+    from ..runtime import parse_budget
+
     try:
-        value = float(text)
-    except ValueError:
-        value = float("nan")
-    if not value >= 1 or value == float("inf"):
-        raise argparse.ArgumentTypeError(f"expected a number >= 1 (e.g. 3 or 10), got {text!r}")
-    return value
+        return parse_budget(text)
+    except ValueError as err:
+        raise argparse.ArgumentTypeError(str(err)) from None
 
 
 def _use_budget(args: argparse.Namespace) -> None:
