@@ -150,7 +150,7 @@ def test_a_certified_deep_kkt_point_and_an_unbalanced_one(path_network):
     # an unbalanced network with the same function is no KKT point of interpolation
     Wu = [Ws[0] * 2.0, *Ws[1:-1], Ws[-1] / 2.0]
     assert float(hn.interpolation_kkt_residual(Wu, X)[0]) > 0.1
-    # and the residual with a wrong given multiplier is large: theta = lambda grad q needs lambda = 1/5
+    # and the residual with a wrong given multiplier is large: theta = grad q, so lambda = 1 exactly
     J = hn.jacobian(Ws, X)
     assert float(hn.kkt_multipliers(hn.flatten(Ws), J, multipliers=torch.ones(1, 1, dtype=D)).stationarity) < 1e-12
     wrong = hn.kkt_multipliers(hn.flatten(Ws), J, multipliers=torch.full((1, 1), 0.5, dtype=D))
