@@ -216,3 +216,22 @@ def test_compare_near_zero_uses_the_threshold_scale() -> None:
 
     assert compare(ledger(1e-15), ledger(5e-15)) == []  # 400% apart, but both ~0 on a 1e-6 scale
     assert compare(ledger(1e-15), ledger(5e-7)) != []
+
+
+def test_a_falsifier_is_shown_with_its_row_and_travels_in_json() -> None:
+    """``falsifier=`` is shown (escaped) with its row on the site and in the text table, survives
+    the JSON round trip, and a claim without one writes no ``falsifier`` key (the glued ledgers of
+    older notebooks compare equal); ``verifies`` is a known bearing."""
+    led = Ledger("t")
+    led.below("f", "Lemma 2", "the identity holds", "exact", 1e-15, 1e-10, items="lem2", bearing="verifies",
+              origin="theory", falsifier="a residual above 1e-10 & <b>not</b> round-off")
+    led.above("g", "Fig. 1", "the gap opens", "a gap", 2.0, 1.0, items="fig1", bearing="supports", origin="prior")
+    page = led.html()
+    assert page.count('class="claim-falsifier"') == 1
+    assert "&amp; <span class=\"nowrap\">&lt;b&gt;not&lt;/b&gt;</span> round-off" in page and "<b>not</b>" not in page
+    assert "  f: the identity holds [fails if: a residual above 1e-10 & <b>not</b> round-off]" in led.table()
+    assert "  g: the gap opens\n" in led.table() + "\n"  # no falsifier: nothing appended
+    rows = json.loads(led.to_json())["claims"]
+    assert "falsifier" in rows[0] and "falsifier" not in rows[1]
+    assert [Claim.from_dict(r) for r in rows] == led.claims
+    assert led["f"].bearing == "verifies" and "verifies" in page
