@@ -47,7 +47,7 @@ import html
 import json
 import math
 import re
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Literal
 
@@ -393,7 +393,7 @@ _BREAKS_BEFORE = re.compile(r"[(\[{]")                 # ... and before these
 _HYPHENATED_WORDS = re.compile(r"[^\W\d_]+(?:[-/\u2010-\u2014][^\W\d_]+)*")
 
 
-def keep_whole(text: str, wrap, words_too: bool = False) -> str:
+def keep_whole(text: str, wrap: Callable[[str], str], words_too: bool = False) -> str:
     """``text`` with every whitespace-separated token that a browser could break inside (one that
     holds a hyphen, a slash, a bracket, ... and is not words joined by hyphens, such as
     ``low-rank``) passed through ``wrap``: ids (``thm1-p2``), numbers (``4.4e-16``), ranges

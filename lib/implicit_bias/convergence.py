@@ -43,9 +43,12 @@ class Certificate:
 
     @property
     def all_certified(self) -> bool:
+        """Whether every member is certified."""
         return bool(self.certified.all())
 
     def describe(self) -> str:
+        """One line for the page: how many members are certified, at which rate and window, the
+        worst relative change and the relative gradient."""
         n = int(self.certified.numel())
         return (f"{int(self.certified.sum())} of {n} certified at a fixed lr {self.lr:g} over {self.window} "
                 f"steps (relative change <= {self.tol:g}; worst {float(self.rel_change.max()):.3g}; "

@@ -72,10 +72,12 @@ class ChecksumMismatch(ValueError):
 
 
 def sha256_bytes(raw: bytes) -> str:
+    """The SHA-256 of ``raw``, as hex."""
     return hashlib.sha256(raw).hexdigest()
 
 
 def sha256_file(path: str | os.PathLike) -> str:
+    """The SHA-256 of a file's bytes, as hex (read in blocks)."""
     h = hashlib.sha256()
     with open(path, "rb") as f:
         for block in iter(lambda: f.read(1 << 20), b""):

@@ -91,6 +91,8 @@ class Item:
 
     @property
     def is_statement(self) -> bool:
+        """A mathematical statement (``nature``, else its ``kind``: :data:`STATEMENT_KINDS`), not an
+        empirical claim about trained networks or data."""
         return (self.nature or ("statement" if self.kind in STATEMENT_KINDS else "empirical")) == "statement"
 
 
