@@ -192,6 +192,21 @@ def test_bad_parameters_are_refused_before_any_kernel_starts(demo_book: Path, ru
     assert sorted(demo_book.rglob("*")) == before  # nothing was written anywhere in the book
 
 
+def test_a_budget_inherited_from_the_shell_never_reaches_the_committed_runs(demo_book: Path, run_cli_many):
+    """``IMPLICIT_BIAS_BUDGET`` exported in the shell would multiply the steps of every kernel: an
+    in-place execute (the committed notebooks) and the seed sweep (runs recorded at x1) refuse to
+    start under it, saying what to do; a value that is not a number is refused too."""
+    before = sorted(demo_book.rglob("*"))
+    argv = [["execute", "01_ok"], ["seeds", "01_ok", "--seeds", "0-1"]]
+    for value, message in (("3", "IMPLICIT_BIAS_BUDGET=3 is set in this shell"),
+                           ("abc", "expected a number >= 1")):
+        results = run_cli_many(argv, demo_book, env={**os.environ, "IMPLICIT_BIAS_BUDGET": value})
+        for args, result in zip(argv, results):
+            assert result["rc"] == 2 and message in result["err"], (value, args, result)
+            assert "nothing was executed" in result["err"], (value, args, result)
+    assert sorted(demo_book.rglob("*")) == before
+
+
 def test_parameter_only_some_chapters_declare_goes_to_those(demo_book: Path):
     done = run_cli(demo_book, "execute", "-p", "steps_scale", "3", "--out-dir", "_build/scaled")
     assert "parameter 'steps_scale' goes to the 1 chapter(s) that declare it: chapters/demo/01_ok" in done.stdout

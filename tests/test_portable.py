@@ -140,3 +140,21 @@ def test_robustness_page_lists_knife_edges_and_after_seed_thresholds() -> None:
     assert "| `edge` | 5 / 5 | - | 1.6 | 2.5 | 6 | 0.6 ⚠ | after-seeds |" in page
     assert "| `count` | 5 / 5 | - |" in page and "| boolean | *not stated* |" in page
     json.dumps(data)  # the sweep's data stays JSON
+
+
+def test_importing_the_book_loads_no_torch() -> None:
+    """The root ``conftest.py`` imports :mod:`implicit_bias.book.portable` and sets the other
+    kernels' variables (``ATEN_CPU_CAPABILITY``, ...) before torch is imported, since torch reads
+    them once, at import: the book's package (its command line included) must not import torch at
+    its top. (The budget sweep's modules once did, through ``implicit_bias.runtime``, so the unit
+    tests computed with this machine's own kernels, and every command paid torch's import.)"""
+    import os
+    import subprocess
+    import sys
+
+    code = ("import sys, implicit_bias.book.portable, implicit_bias.book.cli; "
+            "print(sorted(m for m in sys.modules if m == 'torch' or m.startswith('torch.'))[:3])")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120,
+                          env={**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)})
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "[]", f"importing the book imported {done.stdout.strip()}"

@@ -14,7 +14,6 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from ..runtime import BUDGET_ENV
 from .sources import ROOT
 
 SWEEP_PATH = Path("book") / "data" / "budget_sweep.json"
@@ -94,6 +93,8 @@ def render_chapter(chapter: str, entry: dict[str, Any] | None, seed_entry: dict[
     if not is_current(chapter, entry):
         return ([f"*Budget:* swept on an earlier version of this page; not swept since "
                  f"(`make budgets CHAPTER={chapter}.py`).", ""], {})
+    from ..runtime import BUDGET_ENV  # here, not at the top: importing the book loads no torch
+
     keys = entry.get("budget_keys") or []
     if not keys:
         return (["*Budget:* this page has no step, epoch or iteration count to scale (closed-form "
@@ -128,6 +129,8 @@ def render_chapter(chapter: str, entry: dict[str, Any] | None, seed_entry: dict[
 def render_summary(budget: dict[str, Any], changed: Sequence[tuple[str, str, list[str], str]],
                    seed_data: dict[str, Any]) -> str:
     """The budget paragraph at the top of the robustness page, and the list of changed verdicts."""
+    from ..runtime import BUDGET_ENV
+
     chapters = {c: e for c, e in budget.get("chapters", {}).items() if is_current(c, e)}
     with_budget = [c for c, e in chapters.items() if e.get("budget_keys")]
     # a failed run (killed, timed out, an error in a cell) is no evidence: the chapter is partly swept

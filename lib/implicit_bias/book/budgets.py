@@ -26,7 +26,6 @@ from concurrent.futures import ProcessPoolExecutor, as_completed
 from pathlib import Path
 from typing import Any
 
-from ..runtime import BUDGET_ENV, budget_keys
 from .budget_table import (RUNS, SWEEP_PATH, load, run_folder, run_name, source_digest,  # noqa: F401
                            verdict_changes)
 from .common import Outcome
@@ -39,6 +38,8 @@ def chapter_budget(py: Path) -> list[str]:
 
     Read from the source without running it; a profile the reader cannot parse counts as having a
     budget (the run line of the executed page then says what was scaled)."""
+    from ..runtime import budget_keys  # here, not at the top: the book's command line loads no torch
+
     settings = profile_settings(py).get("ci")
     if settings is None:
         return ["(not parsed)"]
@@ -60,6 +61,7 @@ def save(data: dict[str, Any], root: Path = ROOT) -> None:
 def _execute_with_budget(k: int, seed: int, py: str, out: str, log_dir: str,
                          timeout: int | None) -> Any:
     """One chapter at budget ``k`` on ``seed`` (in a worker process: the kernel inherits the env)."""
+    from ..runtime import BUDGET_ENV
     from .execute import execute_one
 
     before = os.environ.get(BUDGET_ENV)

@@ -44,6 +44,7 @@ from pathlib import Path
 from typing import Any
 
 from . import budgets, executors, seeds
+from .common import refuse_inherited_budget
 from .estimate import no_gpu_warning
 from .execute import execute_many, print_failures
 from .params import ParameterError, plan
@@ -161,6 +162,11 @@ def cmd_execute(args: argparse.Namespace) -> int:
         return fail("execute in place writes the committed notebooks, which hold the runs at budget x1; "
                     "pass --out-dir DIR to run with --budget (make execute ... BUDGET=k does this: into "
                     "_build/runs/)")
+    refused = in_place and refuse_inherited_budget(
+        "execute in place writes the committed notebooks, which hold the runs at budget x1 (pass "
+        "--out-dir DIR to run at a budget)")
+    if refused:
+        return fail(refused)
     if in_place and any(per_chapter.values()):
         wanted = sorted({k for p in per_chapter.values() for k in p})
         return fail(

@@ -59,6 +59,21 @@ def print_outcome(o: Outcome) -> None:
     print(f"  {status:6s} {o.chapter}  ({o.seconds:.0f} s)", flush=True)
 
 
+def refuse_inherited_budget(why: str) -> str | None:
+    """Why a run that must be at budget x1 (``why`` says which) refuses to start: the budget
+    multiplier ``IMPLICIT_BIAS_BUDGET`` that its kernels would inherit from this shell is set to
+    something other than 1, or is not a number; None when it may start."""
+    from ..runtime import BUDGET_ENV, budget  # here: importing the book loads no torch
+
+    try:
+        k = budget()
+    except ValueError as err:
+        return f"{err}. nothing was executed."
+    if k == 1:
+        return None
+    return f"{BUDGET_ENV}={k:g} is set in this shell, but {why}: unset {BUDGET_ENV}. nothing was executed."
+
+
 def literal_or_text(text: str) -> Any:
     """``text`` read as a Python literal (a glued value, a ``-p`` parameter), else the text itself."""
     import ast

@@ -19,10 +19,12 @@ from __future__ import annotations
 import json
 import math
 import statistics
+import sys
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from .common import refuse_inherited_budget
 from .execute import execute_many, print_failures
 from .report import _md_cell, collect_ledgers
 from .sources import ROOT, all_chapters
@@ -347,6 +349,13 @@ def cmd_seeds(args: Any) -> int:
     seeds = parse_seeds(args.seeds)
     chapters = resolve_chapters(args.chapters, getattr(args, "all_matching", False))
     from .executors import from_args
+
+    if not args.collect_only:  # the sweep records runs at x1: a budget inherited from the shell would lie
+        refused = refuse_inherited_budget("the seed sweep records runs at budget x1 (the budget sweep is "
+                                          "`make budgets`)")
+        if refused:
+            print(f"error: {refused}", file=sys.stderr)
+            return 2
 
     executor = None if args.collect_only else from_args(args, "ci")
     failed = {} if args.collect_only else run_sweep(seeds, chapters, args.jobs, args.timeout, executor)
