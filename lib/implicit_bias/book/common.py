@@ -2,7 +2,8 @@
 another that imports it back: a chapter to execute (:class:`Task`) and the result of executing it
 (:class:`Outcome`, :func:`print_outcome`), used by :mod:`.execute` and :mod:`.executors`; the
 metadata key of a failed chapter's page (:data:`FAILED_KEY`) and the reader of glued values
-(:func:`literal_or_text`), used by :mod:`.report` and :mod:`.site`."""
+(:func:`literal_or_text`), used by :mod:`.report` and :mod:`.site`; the refusal of a budget
+inherited from the shell (:func:`refuse_inherited_budget`), used by :mod:`.cli` and :mod:`.seeds`."""
 
 from __future__ import annotations
 
