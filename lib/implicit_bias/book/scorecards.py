@@ -13,7 +13,8 @@ and every figure, table and experiment::
         title: Vertex-wise invariance under gradient flow
         where: Sec. 3, Lemma 3, Eq. (4)
         kind: lemma                  # theorem | lemma | proposition | corollary | definition |
-                                     # equation | claim | figure | table | experiment
+                                     # equation | example | algorithm | remark (statements) |
+                                     # claim | figure | table | experiment (empirical)
         nature: statement            # optional: statement | empirical (default: from the kind)
         note: why it is not tested   # optional
 
