@@ -153,3 +153,23 @@ def test_a_sweep_leaves_the_callers_budget_as_it_was(monkeypatch: pytest.MonkeyP
         budgets._execute_with_budget(10, 0, "p.py", "out.ipynb", "logs", None)
         assert os.environ.get(BUDGET_ENV) == before
     assert seen == ["10", "10"]
+
+
+def test_a_write_killed_halfway_leaves_the_old_file(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The sweeps rewrite committed files (budget_sweep.json, seed_sweep.json, robustness.md) after
+    every run; a write that dies halfway must leave the old file whole, not half of the new one."""
+    from implicit_bias.book import common
+
+    path = tmp_path / "book" / "data" / "sweep.json"
+    common.write_atomic(path, '{"old": 1}\n')
+    real = Path.write_text
+
+    def dies_halfway(self: Path, text: str, *a, **kw) -> int:
+        real(self, text[: len(text) // 2])
+        raise KeyboardInterrupt("killed")
+
+    monkeypatch.setattr(Path, "write_text", dies_halfway)
+    with pytest.raises(KeyboardInterrupt):
+        common.write_atomic(path, '{"new": 22222222}\n')
+    monkeypatch.undo()
+    assert path.read_text() == '{"old": 1}\n'

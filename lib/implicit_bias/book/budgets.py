@@ -28,7 +28,7 @@ from typing import Any
 
 from .budget_table import (RUNS, SWEEP_PATH, load, run_folder, run_name, source_digest,  # noqa: F401
                            verdict_changes)
-from .common import Outcome
+from .common import Outcome, write_atomic
 from .sources import ROOT, all_chapters, profile_settings, relative
 
 
@@ -51,11 +51,7 @@ def save(data: dict[str, Any], root: Path = ROOT) -> None:
     order = [relative(p.with_suffix(""), root) for p in all_chapters(root)]
     chapters = data["chapters"]
     data["chapters"] = {n: chapters[n] for n in order if n in chapters}
-    path = root / SWEEP_PATH
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_suffix(".json.tmp")
-    tmp.write_text(json.dumps(data, indent=1) + "\n")
-    os.replace(tmp, path)
+    write_atomic(root / SWEEP_PATH, json.dumps(data, indent=1) + "\n")
 
 
 def _execute_with_budget(k: int, seed: int, py: str, out: str, log_dir: str,

@@ -60,6 +60,17 @@ def print_outcome(o: Outcome) -> None:
     print(f"  {status:6s} {o.chapter}  ({o.seconds:.0f} s)", flush=True)
 
 
+def write_atomic(path: Path, text: str) -> None:
+    """Write ``text`` to ``path`` through a temporary file renamed over it: a process killed while
+    writing (a sweep stopped by a signal) leaves the old file or the new one, never half of one."""
+    import os
+
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(path.name + ".tmp")
+    tmp.write_text(text)
+    os.replace(tmp, path)
+
+
 def refuse_inherited_budget(why: str) -> str | None:
     """Why a run that must be at budget x1 (``why`` says which) refuses to start: the budget
     multiplier ``IMPLICIT_BIAS_BUDGET`` that its kernels would inherit from this shell is set to

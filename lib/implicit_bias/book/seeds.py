@@ -24,7 +24,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from .common import refuse_inherited_budget
+from .common import refuse_inherited_budget, write_atomic
 from .execute import execute_many, print_failures
 from .report import _md_cell, collect_ledgers
 from .sources import ROOT, all_chapters
@@ -285,8 +285,7 @@ def write(data: dict[str, Any], root: Path = ROOT) -> None:
     from .report import chapter_title
 
     path = root / SWEEP_PATH
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(json.dumps(data, indent=1, sort_keys=False) + "\n")
+    write_atomic(path, json.dumps(data, indent=1, sort_keys=False) + "\n")
     from . import budget_table as budgets
     from .report import collect_ledgers
     from .sources import all_chapters
@@ -299,7 +298,7 @@ def write(data: dict[str, Any], root: Path = ROOT) -> None:
     budget = budgets.load(root)
     bearings = {led.chapter: {c.id: c.bearing or "" for c in led.claims}
                 for led in collect_ledgers(root, all_chapters(root))}
-    (root / PAGE_PATH).write_text(render_page(data, titles, budget, bearings))
+    write_atomic(root / PAGE_PATH, render_page(data, titles, budget, bearings))
 
 
 def staleness(root: Path = ROOT, chapters: Sequence[Path] | None = None) -> list[str]:
@@ -309,7 +308,7 @@ def staleness(root: Path = ROOT, chapters: Sequence[Path] | None = None) -> list
         return [f"{SWEEP_PATH} is missing"]
     data = json.loads(path.read_text())
     problems = []
-    current = {led.chapter: led for led in collect_ledgers(root, chapters or all_chapters())}
+    current = {led.chapter: led for led in collect_ledgers(root, chapters or all_chapters(root))}
     swept = data.get("chapters", {})
     for chapter in sorted(set(current) - set(swept)):
         problems.append(f"{chapter}: not in the sweep")
