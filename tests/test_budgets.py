@@ -14,6 +14,14 @@ def _run(**claims: tuple[str, str]) -> dict:
     return {"ok": True, "claims": {cid: {"verdict": v, "measured": m} for cid, (v, m) in claims.items()}}
 
 
+def _chapter(root: Path, text: str = "x = 1\n") -> Path:
+    """A chapter source ``chapters/part/01_page.py`` under ``root``."""
+    py = root / "chapters" / "part" / "01_page.py"
+    py.parent.mkdir(parents=True)
+    py.write_text(text)
+    return py
+
+
 def test_budget_keys_name_counts_not_times_or_sizes() -> None:
     assert budget_keys({"steps": 10, "epochs": 3, "lr": 0.1, "pair_T": 1.0, "record": 5, "warmup": 2,
                         "steps_per_layer": 4, "descent_step": 0.3}) == [
@@ -35,9 +43,7 @@ def test_verdict_changes_compares_each_run_with_x1_on_its_seed() -> None:
 
 
 def test_pending_resumes_and_reruns_changed_sources(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    py = tmp_path / "chapters" / "part" / "01_page.py"
-    py.parent.mkdir(parents=True)
-    py.write_text("x = 1\n")
+    py = _chapter(tmp_path)
     monkeypatch.setattr(budgets, "ROOT", tmp_path)
     monkeypatch.setattr(budgets, "relative", lambda p: str(Path(p).relative_to(tmp_path)))
     name = "chapters/part/01_page"
@@ -74,9 +80,7 @@ def test_adopt_keeps_runs_only_when_the_edit_changed_no_number(tmp_path: Path,
                                                                 monkeypatch: pytest.MonkeyPatch) -> None:
     from implicit_bias.book import report
 
-    py = tmp_path / "chapters" / "part" / "01_page.py"
-    py.parent.mkdir(parents=True)
-    py.write_text("x = 1  # falsifier added\n")
+    py = _chapter(tmp_path, "x = 1  # falsifier added\n")
     py.with_suffix(".ipynb").write_text("{}")
     name = "chapters/part/01_page"
     ledger = lambda value: {"claims": {"claims": [{"id": "a", "value": value, "lo": 0.5, "hi": None,
@@ -93,9 +97,7 @@ def test_adopt_keeps_runs_only_when_the_edit_changed_no_number(tmp_path: Path,
 def test_save_keeps_the_chapters_of_its_own_root(tmp_path: Path) -> None:
     """``save(data, root)`` orders by the chapters under ``root``, not the repository's: written to
     another tree, a sweep must keep its chapters (it once dropped every one of them)."""
-    py = tmp_path / "chapters" / "part" / "01_page.py"
-    py.parent.mkdir(parents=True)
-    py.write_text("x = 1\n")
+    py = _chapter(tmp_path)
     name = "chapters/part/01_page"
     budgets.save({"chapters": {"chapters/gone/99_removed": {}, name: {"source": "s"}}}, tmp_path)
     assert list(budgets.load(tmp_path)["chapters"]) == [name]  # a chapter no longer in the tree goes
@@ -111,9 +113,7 @@ def test_a_failed_run_is_to_do_and_not_a_complete_sweep(tmp_path: Path, monkeypa
     among those swept at every budget; the same chapter with all runs finished is."""
     from implicit_bias.book import report
 
-    py = tmp_path / "chapters" / "part" / "01_page.py"
-    py.parent.mkdir(parents=True)
-    py.write_text("x = 1\n")
+    py = _chapter(tmp_path)
     name = "chapters/part/01_page"
     from types import SimpleNamespace
 
