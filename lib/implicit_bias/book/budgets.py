@@ -86,14 +86,14 @@ def _ledger_of(k: int, seed: int, py: Path) -> dict[str, Any]:
     return {"ok": True, "run_info": led.run, "claims": claims}
 
 
-def pending(data: dict[str, Any], chapters: Sequence[Path], force: bool = False
-            ) -> list[tuple[Path, int, int]]:
-    """The (chapter, k, seed) runs still to do: missing, failed before, or of an older source."""
+def pending(data: dict[str, Any], chapters: Sequence[Path]) -> list[tuple[Path, int, int]]:
+    """The (chapter, k, seed) runs still to do: missing, failed before, or of an older source.
+    (``--force`` is :func:`run_sweep` emptying the chapters' runs first.)"""
     todo = []
     for py in chapters:
         name = relative(py.with_suffix(""))
         entry = data["chapters"].get(name, {})
-        fresh = entry.get("source") == source_digest(py) and not force
+        fresh = entry.get("source") == source_digest(py)
         if fresh and not entry.get("budget_keys"):
             continue  # a page without a budget
         for k, seed in RUNS:
@@ -117,7 +117,7 @@ def run_sweep(chapters: Sequence[Path], jobs: int = 1, timeout: int | None = Non
             entry.update(source=source_digest(py), budget_keys=keys, runs={})
         entry["budget_keys"] = keys
     save(data)
-    todo = pending(data, chapters, force=False)
+    todo = pending(data, chapters)
     # x3 before x10 for every chapter: the cheap evidence arrives first
     todo.sort(key=lambda t: (t[1], [p for p in chapters].index(t[0]), t[2]))
     print(f"budget sweep: {len(todo)} run(s) to do ({', '.join(run_name(k, s) for k, s in RUNS)}), "
