@@ -153,7 +153,7 @@ def test_seed_sweep_is_up_to_date():
     bearings = {led.chapter: {c.id: c.bearing or "" for c in led.claims}
                 for led in report.collect_ledgers(ROOT, CHAPTERS)}
     assert (ROOT / seeds.PAGE_PATH).read_text() == seeds.render_page(data, titles, budget, bearings), \
-        "book/robustness.md is stale: run python -m implicit_bias.book budgets --collect-only"
+        "book/robustness.md is stale: run make budgets COLLECT=1 (python -m implicit_bias.book budgets --collect-only)"
 
 
 def test_budget_sweep_matches_the_claims():

@@ -95,6 +95,12 @@ def test_make_execute_passes_profile_params_and_all_through():
     assert cmd.endswith("lab --port 8899 --no-browser")
     assert "--no-browser" not in book_command(make_n("lab"), "lab")
     assert book_command(make_n("site"), "build").endswith("implicit_bias.book build")
+    # BUDGET=k runs outside the committed notebooks (_build/runs); the budget sweep's switches
+    cmd = book_command(make_n("execute", "CHAPTER=02", "ALL=1", "BUDGET=3"), "execute")
+    assert "--budget 3" in cmd and "--out-dir _build/runs" in cmd
+    cmd = book_command(make_n("budgets", "CHAPTER=02", "ALL=1", "FORCE=1", "JOBS=2"), "budgets")
+    assert "--all-matching" in cmd and "--force" in cmd and "--jobs 2" in cmd and "--collect-only" not in cmd
+    assert "--collect-only" in book_command(make_n("budgets", "COLLECT=1"), "budgets")
     refused = make_n("seeds", "PROFILE=full")
     assert "make seeds runs profile ci" in refused and "implicit_bias.book seeds" not in refused
 
