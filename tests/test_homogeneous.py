@@ -156,3 +156,14 @@ def test_a_certified_deep_kkt_point_and_an_unbalanced_one(path_network):
     wrong = hn.kkt_multipliers(hn.flatten(Ws), J, multipliers=torch.full((1, 1), 0.5, dtype=D))
     assert math.isclose(float(wrong.stationarity), 0.5, rel_tol=1e-12)
     assert math.isnan(float(wrong.slackness))
+
+
+def test_jacobian_refuses_shapes_it_would_misread():
+    """Per-member inputs ``(E, n, d)`` or unstacked weights would be read with the wrong sample
+    count; the error says what it takes."""
+    X, _ = sphere_data(n=5)
+    Ws = hn.init_weights(2, 3, X.shape[1], 4, 3)
+    with pytest.raises(ValueError, match="inputs shared by the members"):
+        hn.jacobian(Ws, X.expand(2, *X.shape))
+    with pytest.raises(ValueError, match=r"W\[None\]"):
+        hn.jacobian([W[0] for W in Ws], X)

@@ -208,6 +208,10 @@ def jacobian(weights: Sequence[torch.Tensor], X: torch.Tensor) -> torch.Tensor:
     :func:`flatten`. One forward and one backward pass: every (network, sample) pair gets its
     own copy of the weights, so the gradient of the summed outputs with respect to the copies
     holds the per-sample gradients."""
+    if X.dim() != 2 or any(W.dim() != 3 for W in weights):
+        raise ValueError(f"jacobian takes stacked weights (E, out, in) and inputs shared by the members "
+                         f"(n, d); got weights {[tuple(W.shape) for W in weights]} and inputs {tuple(X.shape)} "
+                         "(one network: add a leading axis, W[None])")
     E, n = weights[0].shape[0], X.shape[0]
     copies = [W.detach().repeat_interleave(n, 0).requires_grad_(True) for W in weights]
     out = forward(copies, X.repeat(E, 1).unsqueeze(1))       # (E * n, 1): sample i of network e
