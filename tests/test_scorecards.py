@@ -86,6 +86,19 @@ def test_contradictions_on_stand_in_data_reach_the_summary_and_the_errata(tmp_pa
         assert ("(a stand-in contradicts it)" in page) == (status == "qualified")
 
 
+def test_summary_columns_add_up_to_each_total():
+    """Every status has its column in the intro's summary: a paper's counts add up to its totals
+    (a missing column once hid a statement that only a proxy supports)."""
+    root = Path(__file__).resolve().parents[1]
+    papers = sc.load_papers(root)
+    text = (root / "book" / "generated" / "results_summary.md").read_text()
+    rows = [ln for ln in text.splitlines() if ln.startswith("| ") and "scorecard" in ln]
+    assert len(rows) == 2 * len(papers)
+    for row in rows:
+        total, *cells = [int(c) for c in row.strip("|").split("|")[1:]]
+        assert sum(cells) == total, row
+
+
 @pytest.mark.parametrize("text, message", [
     (ITEMS.replace("short: Someone\n", ""), "missing top-level key 'short'"),
     (ITEMS.replace("kind: figure", "kind: picture"), "kind 'picture'"),

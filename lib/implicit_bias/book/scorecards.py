@@ -348,11 +348,11 @@ def render_summary(papers: dict[str, Paper], claims: Sequence[CitedClaim],
     """The intro's summary of results: per paper, the counts of item statuses, mathematical
     statements and empirical claims apart, and the items the runs contradict or refute (generated,
     so it cannot drift from the ledgers)."""
-    stmt = ["| paper | statements | verified numerically | qualified | refuted | only controls | not checked |",
-            "|---|---|---|---|---|---|---|"]
-    emp = ["| paper | empirical claims | reproduced | qualified | contradicted | contradicted on stand-in data "
-           "| proxy only | only controls | not tested |",
-           "|---|---|---|---|---|---|---|---|---|"]
+    # one column per status, so that each row's columns add up to its total
+    stmt = ["| paper | statements | " + " | ".join(STATEMENT_STATUSES) + " |",
+            "|---|---|" + "---|" * len(STATEMENT_STATUSES)]
+    emp = ["| paper | empirical claims | " + " | ".join(STATUSES) + " |",
+           "|---|---|" + "---|" * len(STATUSES)]
     bullets = []
     for part in order:
         paper = papers.get(part)
@@ -363,11 +363,8 @@ def render_summary(papers: dict[str, Paper], claims: Sequence[CitedClaim],
         s_rows = [r for r in rows if r.item.is_statement]
         e_rows = [r for r in rows if not r.item.is_statement]
         n, m = counts(s_rows), counts(e_rows)
-        stmt.append(f"| {name} | {len(s_rows)} | {n['verified numerically']} | {n['qualified']} | "
-                    f"{n['refuted']} | {n['only controls']} | {n['not checked']} |")
-        emp.append(f"| {name} | {len(e_rows)} | {m['reproduced']} | {m['qualified']} | {m['contradicted']} | "
-                   f"{m['contradicted on stand-in data']} | {m['proxy only']} | {m['only controls']} | "
-                   f"{m['not tested']} |")
+        stmt.append(f"| {name} | {len(s_rows)} | " + " | ".join(str(n[k]) for k in STATEMENT_STATUSES) + " |")
+        emp.append(f"| {name} | {len(e_rows)} | " + " | ".join(str(m[k]) for k in STATUSES) + " |")
         refuted = [r for r in rows if r.status == "refuted"]
         direct = [r for r in rows if r.status == "contradicted"]
         standin = [r for r in rows if standin_contradictions(r)]
