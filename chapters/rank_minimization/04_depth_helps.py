@@ -343,7 +343,7 @@ ledger.above("thm4-bound-minnorm", "Thm 4", "every minimum-norm interpolant (KKT
              "norms exceed the construction's, so the theorem's argument does not cover them",
              "holds for global minimisers", gap4, 0.0, items="sec4-l2", bearing="supports", proxy=True,
              origin="paper: the bound of Theorem 4",
-             falsifier="a KKT interpolant at some depth k' > 2 with mean ratio below Theorem 4's bound")
+             falsifier="a KKT interpolant at some depth $k'>2$ with mean ratio below Theorem 4's bound")
 ledger.holds("thm4-bound-nearest", "Thm 4", "negative control: interpolants closest to the initialisation fall "
              "below the bound at some depth (number of depths where every one of them does)", "(not about them)",
              ", ".join(map(str, near_fail)) if near_fail else "none", len(near_fail) >= 1, tolerance=">= 1 depth",
@@ -356,7 +356,7 @@ ledger.holds("thm4-norm-construction", "Thm 4 / App. D", "how close the stand-in
              tolerance="within [0.9, 1.1]", items="thm4", bearing="control", proxy=True,
              value=float((mins - 1).abs().max()), hi=0.1, origin="after-seeds: fixed after the pilot runs of this page")
 ledger.below("thm4-rank1", "Sec. 4", "hidden-to-hidden layers of minimum-norm interpolants have stable rank 1 "
-             f"at every depth k' > 2 (largest; closest-to-init interpolants: at least {near_hid_min:.1f})",
+             f"at every depth $k'>2$ (largest; closest-to-init interpolants: at least {near_hid_min:.1f})",
              "bias towards rank 1 with depth", hid_max, 1.05, fmt=".3f", items="sec4-l2", bearing="supports",
              proxy=True, origin="after-seeds: fixed after the pilot runs of this page",
              falsifier="a hidden-to-hidden layer of a KKT interpolant with stable rank 1.05 or more (a second "
