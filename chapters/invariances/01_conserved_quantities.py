@@ -532,24 +532,24 @@ glue("cq-b-ctrl-step", f"{s_ctrl_step:.2f}", display=False)
 glue("cq-b-ctrl-ratio", f"{ctrl_ratio:.2f}", display=False)
 glue("cq-b-corr", f"{sweep_corr:.0e}", display=False)
 glue("cq-b-T", f"{P['sweep_T']:g}", display=False)
-ledger.between("appF-total-slope", "App. F", "setup check: raw drift of Q_v at fixed "
-               "T = eta*steps is O(eta) (log-log slope vs eta; MLP), so GD approaches GF",
-               "O(eta) total -> GF", s_total, 0.8, 1.2, fmt=".2f", items="appF-vertex",
+ledger.between("appF-total-slope", "App. F", "setup check: raw drift of $Q_v$ at fixed "
+               "$T = \\eta\\cdot$steps is $O(\\eta)$ (log-log slope vs $\\eta$; MLP), so GD approaches GF",
+               "$O(\\eta)$ total $\\to$ GF", s_total, 0.8, 1.2, fmt=".2f", items="appF-vertex",
                bearing="control", origin="prior")
 ledger.between("appF-total-slope-resnet", "App. F, Def. 5", "setup check: the same for the "
-               "middle units of the ResNetIdentity blocks", "O(eta) total", s_mid_total, 0.8, 1.2,
+               "middle units of the ResNetIdentity blocks", "$O(\\eta)$ total", s_mid_total, 0.8, 1.2,
                fmt=".2f", items="appF-vertex", bearing="control", origin="prior")
-ledger.below("appF-sweep-corrected", "App. F (78-80)", "corrected drift is round-off at every eta "
+ledger.below("appF-sweep-corrected", "App. F (78-80)", "corrected drift is round-off at every $\\eta$ "
              "of the sweep (MLP and ResNet middle units)", "exact up to slack", sweep_corr, TOL,
              fmt=".1e", items=["appF-vertex", "lemma3-eq4"], bearing="verifies",
              falsifier="the corrected drift above 1e-9 (relative) at some step size of the sweep",
              origin="theory: float64 round-off")
 ledger.between("identity-skip-step-slope", "Def. 5", "negative control: identity-skip units' "
-               "one-step drift is first order in eta", "(not covered)", s_ctrl_step, 0.8, 1.2,
+               "one-step drift is first order in $\\eta$", "(not covered)", s_ctrl_step, 0.8, 1.2,
                fmt=".2f", items="def5", bearing="control", origin="prior")
 ledger.above("identity-skip-gf-limit", "Def. 5", "negative control of the step-size test: a drift "
-             "that gradient flow does make does not vanish as eta -> 0 (ratio smallest/largest "
-             "eta)", "(not covered)", ctrl_ratio, 0.5, fmt=".2f", items="def5", bearing="control",
+             "that gradient flow does make does not vanish as $\\eta\\to 0$ (ratio smallest/largest "
+             "$\\eta$)", "(not covered)", ctrl_ratio, 0.5, fmt=".2f", items="def5", bearing="control",
              origin="prior")
 
 # %%
@@ -641,12 +641,12 @@ for act, (d, q, reach) in kink.items():
 glue("cq-kink-relu", f"{kink_slope['relu']:.2f}", display=False)
 glue("cq-kink-linear", f"{kink_slope['linear']:.2f}", display=False)
 ledger.below("appF-kink-relu", "App. F (86)", "control: for ReLU the gradient's Lipschitz "
-             "quotient across a kink grows like 1/delta (log-log slope), so no finite beta exists "
+             "quotient across a kink grows like $1/\\delta$ (log-log slope), so no finite $\\beta$ exists "
              "on a ball that contains the kink (the smoothness the paper flags as an extra "
-             "assumption)", "beta-smooth risk (extra assumption)", kink_slope["relu"], -0.9,
+             "assumption)", "$\\beta$-smooth risk (extra assumption)", kink_slope["relu"], -0.9,
              fmt=".2f", items="appF-stepsize", bearing="control", origin="prior")
 ledger.between("appF-kink-linear", "App. F (86)", "negative control: for the linear twin the "
-               "same quotient stays bounded (slope)", "beta-smooth risk", kink_slope["linear"],
+               "same quotient stays bounded (slope)", "$\\beta$-smooth risk", kink_slope["linear"],
                -0.1, 0.1, fmt=".2f", items="appF-stepsize", bearing="control", origin="prior")
 
 # %% [markdown]

@@ -145,8 +145,8 @@ for name, (net, formula) in zoo.items():
     count_rows.append((name, dfs, dp, formula))
     print(f"{name:34s} DFS {dfs:5d}   DP {dp:5d}   formula {formula:5d}")
 ledger.holds("def4-count-formula", "Def. 4", "library check: path counts (DFS and DP) equal "
-             "d*prod(n_i) for fully connected nets and d*prod(1+n_i) with all skips",
-             "rho = d n_2 ... n_L", f"{sum(r[1] == r[2] == r[3] for r in count_rows)}/"
+             "$d\\prod_i n_i$ for fully connected nets and $d\\prod_i(1+n_i)$ with all skips",
+             "$\\rho = d\\,n_2\\cdots n_L$", f"{sum(r[1] == r[2] == r[3] for r in count_rows)}/"
              f"{len(count_rows)} graphs", count_ok, "exact integers", items="def4",
              bearing="control", value=sum(r[1] == r[2] == r[3] for r in count_rows),
              lo=len(count_rows) - 0.5, origin="theory: exact integer counts")
@@ -401,15 +401,15 @@ plt.close(fig)
 
 # %%
 for key, src, what, item in [
-    ("lemma2", "Lemma 2", "nu = mu o h on random DAGs", "lemma2"),
-    ("lemma5", "Lemma 5", "nu = mu' o h' on random DAGs", "lemma5"),
-    ("lemma6", "Lemma 6", "the unrolled tree computes nu", "lemma6"),
+    ("lemma2", "Lemma 2", "$\\nu = \\mu\\circ h$ on random DAGs", "lemma2"),
+    ("lemma5", "Lemma 5", "$\\nu = \\mu'\\circ h'$ on random DAGs", "lemma5"),
+    ("lemma6", "Lemma 6", "the unrolled tree computes $\\nu$", "lemma6"),
     ("lemma7_one", "Lemma 7", "one pull-back keeps the function", "lemma7"),
     ("lemma7_all", "Lemma 7", "pull-back of all tree vertices keeps the function", "lemma7"),
-    ("eq1", "Eq. (1)", "nu = sum_p Z_p h_p with the activation indicators Z_p", "eq1"),
+    ("eq1", "Eq. (1)", "$\\nu = \\sum_p Z_p h_p$ with the activation indicators $Z_p$", "eq1"),
 ]:
     ledger.below(f"{key.replace('_', '-')}-roundoff", src,
-                 f"{what}: max |difference| / (c u S) over {n_nets} nets", "exact identity",
+                 f"{what}: max |difference| / $(c\\,u\\,S)$ over {n_nets} nets", "exact identity",
                  col(key).max(), 2.0, items=item, bearing="verifies",
                  falsifier="a random DAG on which the two sides differ by more than twice the "
                            "first-order round-off bound c u S",
@@ -449,7 +449,7 @@ print(f"models.MLP vs its graph: {mlp_model_ratio:.3f};  models.MLP vs mu(h): {m
 ledger.below("mlp-graph", "Def. 2", "library check: the from_mlp graph computes the "
              "models.MLP output", "-", mlp_model_ratio, 2.0, items="def2", bearing="control",
              origin="theory: first-order round-off bound")
-ledger.below("mlp-lemma2", "Lemma 2", "models.MLP output = mu(h(x))", "exact identity",
+ledger.below("mlp-lemma2", "Lemma 2", "models.MLP output = $\\mu(h(x))$", "exact identity",
              mlp_ratio, 2.0, items="lemma2", bearing="verifies",
              falsifier="an input on which models.MLP and mu(h(x)) differ by more than twice the "
                        "first-order round-off bound", origin="theory: first-order round-off bound")
@@ -515,8 +515,8 @@ ledger.below("euler-identity", "Lemma 3 (4), Eq. (12)", "sum_in w dR/dw - sum_ou
              items=["eq12", "lemma3-eq4"], bearing="verifies",
              falsifier="a hidden vertex at which the two sums differ by more than 4 c u A_v",
              origin="theory: first-order round-off bound")
-ledger.below("eq2-gradient", "Eq. (2)", "gradient through the fixed mu equals autograd on nu "
-             "(ratio to 4 c u G_e)", "equal", eq2_ratio, 1.0, items="eq2", bearing="verifies",
+ledger.below("eq2-gradient", "Eq. (2)", "gradient through the fixed $\\mu$ equals autograd on $\\nu$ "
+             "(ratio to $4\\,c\\,u\\,G_e$)", "equal", eq2_ratio, 1.0, items="eq2", bearing="verifies",
              falsifier="an edge whose gradient through the fixed tree differs from autograd's by "
                        "more than 4 c u G_e",
              origin="theory: first-order round-off bound")
@@ -614,12 +614,12 @@ glue("inv-def6-ratio", f"{def6_ratio_layer:.2f}", display=False)
 glue("inv-def6-flips", f"{def6_flips}", display=False)
 glue("inv-def6-cut-ratio", f"{def6_ratio_cut:.2f}", display=False)
 ledger.above("risk-identity-relu", "Sec. 2", "ReLU MLPs are not odd: min over 4 nets of "
-             "max|nu(-x) + nu(x)| / max|nu(x)|", "l(y nu(x)) = l(nu(y x))", odd_relu, 0.1,
+             "$\\max|\\nu(-x) + \\nu(x)| / \\max|\\nu(x)|$", "$\\ell(y\\,\\nu(x)) = \\ell(\\nu(yx))$", odd_relu, 0.1,
              fmt=".2f", items="risk-identity", bearing="contradicts",
              falsifier="one of the four ReLU networks odd to within 0.1: max|nu(-x) + nu(x)| / "
                        "max|nu(x)| at most 0.1", origin="prior")
 ledger.below("risk-identity-linear", "Sec. 2", "negative control: for linear MLPs the same "
-             "defect is round-off", "l(y nu(x)) = l(nu(y x))", odd["linear"], 1e-12, fmt=".1e",
+             "defect is round-off", "$\\ell(y\\,\\nu(x)) = \\ell(\\nu(yx))$", odd["linear"], 1e-12, fmt=".1e",
              items="risk-identity", bearing="control", origin="theory: float64 round-off")
 ledger.below("eq44-once", "App. C, Eq. (44)", "with the path factor counted once the path sum "
              "equals sum_{e in F} w_e dR/dw_e (relative error)", "(44) as printed", eq44[:, 0].max(),
@@ -633,8 +633,8 @@ ledger.holds("eq44-printed", "App. C, Eq. (44)", "as printed (factor twice) it d
              origin="prior: 0.1; the value is on a log scale because it spans a decade over seeds")
 ledger.holds("def6-layer-drift", "Def. 6, Lemma 4, Assumption 1", "a Def. 6 layer that is not "
              "a cut: with no weight changing sign at any step (Assumption 1), its Lemma 4 quantity "
-             "drifts, and the drift does not shrink with eta (drift > 1e-3, ratio small/large "
-             "eta > 0.5)", "constant (Lemma 4)",
+             "drifts, and the drift does not shrink with $\\eta$ (drift > 1e-3, ratio small/large "
+             "$\\eta$ > 0.5)", "constant (Lemma 4)",
              f"{def6[1, 0]:.3f}, {def6_ratio_layer:.2f} ({def6_flips} sign changes)",
              def6[1, 0] > 1e-3 and def6_ratio_layer > 0.5 and def6_flips == 0,
              "> 1e-3, > 0.5, 0", items="def6", bearing="contradicts",
@@ -643,7 +643,7 @@ ledger.holds("def6-layer-drift", "Def. 6, Lemma 4, Assumption 1", "a Def. 6 laye
                        "at most 0.5), as a GD slack would",
              value=def6_ratio_layer, lo=0.5, origin="prior")
 ledger.between("def6-cut-control", "Lemma 4", "negative control: for the input-output cut the "
-               "drift is the O(eta) GD slack (ratio small/large eta = 1/4 expected)", "constant",
+               "drift is the $O(\\eta)$ GD slack (ratio small/large $\\eta$ = 1/4 expected)", "constant",
                def6_ratio_cut, 0.15, 0.35, fmt=".2f", items="lemma4", bearing="control",
                origin="prior")
 

@@ -630,8 +630,8 @@ ledger.holds("cor1-h-signs", "Assumption 1", "setup check: no weight changes sig
 ledger.above("cor1-h-nonzero", "Assumption 2", "setup check: smallest normalised entry over the "
              "2nd half of the run > 0.1", "limit has no 0 entry", min_entry_late, 0.1,
              items="asm2", bearing="control", origin="prior")
-ledger.below("cor1-h-direction", "Assumption 2", "setup check: w/||w|| ends within 0.03 of "
-             "w*/||w*|| (distance of unit vectors)", "w/||w|| converges", float(dist[-1]), 0.03,
+ledger.below("cor1-h-direction", "Assumption 2", "setup check: $w/\\lVert w\\rVert$ ends within "
+             "0.03 of $w^*/\\lVert w^*\\rVert$ (distance of unit vectors)", "$w/\\lVert w\\rVert$ converges", float(dist[-1]), 0.03,
              fmt=".1e", items="asm2", bearing="control",
              origin="after-seeds: was 'the end distance is below half the distance at margin 5', "
                     "which failed on unseen seeds where the run starts close to w*")
@@ -642,7 +642,7 @@ ledger.close("kkt-global", "Prop. (this page)", "validation: the best SLSQP solu
              "from random starts has the norm of w* (relative difference)", "-",
              best_norm_sq / kkt.norm_sq - 1, 0.0, atol=1e-6, fmt=".1e", items="cor1",
              bearing="control", origin="prior: SLSQP tolerance")
-ledger.below("kkt-beats-rank1", "Prop. (this page)", "validation: ||w*||^2 is below the squared "
+ledger.below("kkt-beats-rank1", "Prop. (this page)", "validation: $\\lVert w^*\\rVert^2$ is below the squared "
              "norm of every feasible rank-1 width-2 network (ratio of the two)", "-",
              kkt.norm_sq / kkt.rank1_norm_sq, 1.0, fmt=".4f", items="cor1", bearing="control",
              origin="theory")
@@ -650,32 +650,32 @@ ledger.below("kkt-rank2", "Prop. (this page)", "validation: the KKT ratio is bel
              "1 (Cor. 1)", kkt.ratio, 0.95, fmt=".4f", items="cor1", bearing="control",
              origin="prior")
 ledger.close("cor1-ratio-kkt", "Cor. 1, Eqs. (14)-(15)", "the designed ReLU run ends within 0.02 "
-             "of the KKT ratio (< 0.95), not at 1 (final ratio minus KKT ratio)", "ratio -> 1",
+             "of the KKT ratio (< 0.95), not at 1 (final ratio minus KKT ratio)", "ratio $\\to 1$",
              r_end - kkt.ratio, 0.0, atol=0.02, fmt=".4f",
              items=["cor1", "thm2-eq14", "thm2-eq15-rank1"], bearing="contradicts",
              falsifier="the designed ReLU run ending more than 0.02 from the KKT ratio, e.g. "
                        "climbing towards 1 as Corollary 1 says", origin="prior")
-ledger.holds("eq13-relu", "Thm 2, Eq. (13); App. E", "||W||_F^2 - ||W||_2^2 at the end, in "
-             "units of D: more than 10 (Eq. 13 bounds it by 1; the proof of Cor. 1 calls it "
-             "bounded; value: its log10)", "<= D", f"{Q_relu / D_relu:.3g}", Q_relu / D_relu > 10.0,
+ledger.holds("eq13-relu", "Thm 2, Eq. (13); App. E", "$\\lVert W\\rVert_F^2 - \\lVert W\\rVert_2^2$ at "
+             "the end, in units of $D$: more than 10 (Eq. 13 bounds it by 1; the proof of Cor. 1 calls "
+             "it bounded; value: its log10)", "$\\le D$", f"{Q_relu / D_relu:.3g}", Q_relu / D_relu > 10.0,
              "> 10", items=["thm2-eq13", "cor1-proof"], bearing="contradicts",
              falsifier="$\\lVert W\\rVert_F^2 - \\lVert W\\rVert_2^2$ at the end at most 10 D",
              value=math.log10(Q_relu / D_relu), lo=1.0,
              origin="prior: a factor 10; log scale because the value spans a decade over seeds")
 ledger.below("eq13-linear", "Thm 2, Eq. (13)", "linear twin: the same quantity stays below D "
-             "(largest value along the run, in units of D)", "<= D", Q_lin / D_lin, 1.0,
+             "(largest value along the run, in units of $D$)", "$\\le D$", Q_lin / D_lin, 1.0,
              fmt=".3f", items="thm2-eq13", bearing="qualifies",
              falsifier="the linear twin's $\\lVert W\\rVert_F^2 - \\lVert W\\rVert_2^2$ above D at "
                        "some step", origin="paper")
 ledger.above("jt19-linear-twin", "J&T19; Cor. 1 (linear)", "the linear twin ends with ratio "
-             "> 0.99", "ratio -> 1", r_lin_end, 0.99, fmt=".4f",
+             "> 0.99", "ratio $\\to 1$", r_lin_end, 0.99, fmt=".4f",
              items=["cor1", "thm2-eq15-rank1"], bearing="qualifies",
              falsifier="the linear twin ending with ratio at most 0.99", origin="prior")
 ledger.holds("eq15-align-designed", "Thm 2, Eq. (15); Cor. 1", "on the data set of unequal "
              "clusters, with no weight changing sign at any step (Assumption 1) and no normalised "
              "entry below 0.1 over the second half (Assumption 2), the ReLU alignment ends within "
              "0.01 of its KKT value, which is below 0.99 (alignment, KKT value, sign changes, "
-             "smallest entry; value: the gap)", "alignment -> 1",
+             "smallest entry; value: the gap)", "alignment $\\to 1$",
              f"{al2_end:.4f}, {align_star2:.4f}, {flips2}, {min_entry_late2:.2f}",
              abs(al2_end - align_star2) <= 0.01 and align_star2 < 0.99 and kkt2.cross_inactive < 0
              and flips2 == 0 and min_entry_late2 > 0.1, "gap <= 0.01, KKT < 0.99, 0, > 0.1",
@@ -688,7 +688,7 @@ ledger.holds("eq15-align-designed", "Thm 2, Eq. (15); Cor. 1", "on the data set 
                     "B' turned by 30 degrees and its hypotheses monitored after a review found a "
                     "near-zero entry of w* and a sign change on seeds 0-2 and 4")
 ledger.above("jt19-linear-twin-align", "J&T19; Eq. (15)", "the linear twins end with alignment "
-             "> 0.99 (both data sets)", "alignment -> 1", min(al_lin_end, al2_lin_end), 0.99,
+             "> 0.99 (both data sets)", "alignment $\\to 1$", min(al_lin_end, al2_lin_end), 0.99,
              fmt=".4f", items="thm2-eq15-align", bearing="qualifies",
              falsifier="a linear twin ending with alignment at most 0.99", origin="prior")
 ledger.close("gf-step", "GF limit", "setup check: doubling the step changes the ratio at a "
@@ -698,10 +698,10 @@ ledger.above("nmargin-kkt", "Lyu & Li 2020", "setup check: normalised margin at 
              "within 2% below the KKT value (ratio; it cannot exceed 1, the KKT point being the "
              "best found)", "-", nm_end / kkt.normalized_margin, 0.98, fmt=".4f", items="asm2",
              bearing="control", origin="after-seeds: band widened from 1% to 2% after seed 1")
-ledger.holds("square-loss-linear", "J&T19; Thm 2 (||W||_F -> inf)", "control: with the square "
+ledger.holds("square-loss-linear", "J&T19; Thm 2 ($\\lVert W\\rVert_F\\to\\infty$)", "control: with the square "
              "loss the linear twin's norm converges (relative change over the second half < 1e-3) "
              "and its first layer stays away from rank one (1 - ratio > 1e-3; value: log10 of "
-             "1 - ratio)", "needs ||W||_F -> inf", f"{1 - sq_gap:.4f}",
+             "1 - ratio)", "needs $\\lVert W\\rVert_F\\to\\infty$", f"{1 - sq_gap:.4f}",
              sq_gap > 1e-3 and abs(sq_norm_change) < 1e-3, "1 - ratio > 1e-3", items="thm2-eq14",
              bearing="control", value=math.log10(max(sq_gap, 1e-300)), lo=-3.0,
              origin="after-seeds: the margin 1e-3 was set after a pilot on seeds 0-4 (1 - ratio "

@@ -219,12 +219,13 @@ glue("inv-l9-rand", max(rand9), display=False)
 glue("inv-l9-search-min", min(search9), display=False)
 glue("inv-l9-search-max", max(search9), display=False)
 ledger.below("lemma9-random", "Lemma 9", "Gaussian tensors satisfy Eq. (55): max of "
-             "||T1||^2 / (min(a,b) ||T2||^2)", "<= 1", max(rand9), 1 + 1e-12, fmt=".4f",
+             "$\\lVert T_1\\rVert_2^2/(\\min(a,b)\\,\\lVert T_2\\rVert_2^2)$", "$\\le 1$", max(rand9),
+             1 + 1e-12, fmt=".4f",
              items="lemma9", bearing="verifies",
              falsifier="a Gaussian tensor with $\\lVert T_1\\rVert_2^2 / (\\min(a,b)\\,\\lVert "
                        "T_2\\rVert_2^2) > 1$", origin="paper")
 ledger.below("lemma9-search", "Lemma 9", "worst case found by optimisation still satisfies "
-             "Eq. (55)", "<= 1", max(search9), 1 + 1e-12, fmt=".6f", items="lemma9",
+             "Eq. (55)", "$\\le 1$", max(search9), 1 + 1e-12, fmt=".6f", items="lemma9",
              bearing="verifies",
              falsifier="the optimiser finding a tensor with ratio above 1", origin="paper")
 ledger.above("lemma9-search-tight", "Lemma 9", "search check: the optimisation approaches the "
@@ -373,16 +374,18 @@ glue("inv-l10-search-max", max(search10), display=False)
 glue("inv-l10-rand-min", min(rand10), display=False)
 glue("inv-l10-paper-rhs", paper_rhs, display=False)
 ledger.below("lemma10-balanced", "Lemma 10", "construction check: the constructed blocks "
-             "satisfy U^T U = Y Y^T (relative error)", "-", balance_err, 1e-12, fmt=".1e",
+             "satisfy $U^\\top U = YY^\\top$ (relative error)", "-", balance_err, 1e-12, fmt=".1e",
              items="lemma10", bearing="control", origin="theory: float64 round-off")
-ledger.above("lemma10-half-random", "Lemma 10", "balanced random blocks: ||B||^2 / ||A||^2 "
-             ">= 1/2, hence >= 1/8 (min over samples)", ">= 1/8", min(rand10), 0.5 - 1e-12,
+ledger.above("lemma10-half-random", "Lemma 10", "balanced random blocks: "
+             "$\\lVert B\\rVert_2^2/\\lVert A\\rVert_2^2\\ge 1/2$, hence $\\ge 1/8$ (min over samples)",
+             "$\\ge 1/8$", min(rand10), 0.5 - 1e-12,
              fmt=".4f", items="lemma10", bearing="verifies",
              falsifier="a balanced random block with $\\lVert B\\rVert_2^2 / \\lVert A\\rVert_2^2 "
                        "< 1/2$",
              origin="theory: the corrected constant 1/2, proven on the page")
 ledger.above("lemma10-half-search", "Lemma 10", "worst case found by optimisation: "
-             "||B||^2 / ||A||^2 >= 1/2, hence >= 1/8", ">= 1/8", min(search10), 0.5 - 1e-12,
+             "$\\lVert B\\rVert_2^2/\\lVert A\\rVert_2^2\\ge 1/2$, hence $\\ge 1/8$", "$\\ge 1/8$",
+             min(search10), 0.5 - 1e-12,
              fmt=".6f", items="lemma10", bearing="verifies",
              falsifier="the search finding a balanced block with ratio below 1/2",
              origin="theory: the corrected constant 1/2, proven on the page",
@@ -391,18 +394,20 @@ ledger.below("lemma10-half-tight", "Lemma 10", "sharpness: the optimisation appr
              "every shape (max over shapes of the best ratio)", "constant 1/8", max(search10),
              0.51, fmt=".4f", items="lemma10", bearing="control", origin="prior")
 ledger.close("lemma10-sharp-instance", "Lemma 10", "sharpness: an explicit block with "
-             "U^T U = Y Y^T attains ||B||^2 / ||A||^2 = 1/2", "constant 1/8", sharp, 0.5,
+             "$U^\\top U = YY^\\top$ attains $\\lVert B\\rVert_2^2/\\lVert A\\rVert_2^2 = 1/2$",
+             "constant 1/8", sharp, 0.5,
              atol=1e-12, fmt=".6f", items="lemma10", bearing="control",
              origin="theory: exact arithmetic (also a unit test)")
-ledger.above("lemma10-corrected-gap", "Lemma 10", "the corrected statement: ||B||^2 >= "
-             "||A||^2/2 - ||C0||_2/2 for all blocks (min normalised gap, random and searched)",
+ledger.above("lemma10-corrected-gap", "Lemma 10", "the corrected statement: $\\lVert B\\rVert_2^2\\ge "
+             "\\lVert A\\rVert_2^2/2 - \\lVert C_0\\rVert_2/2$ for all blocks (min normalised gap, random and searched)",
              "-", min(min(gap_rand), min(gap_search)), -1e-12, fmt=".1e", items="lemma10",
              bearing="control", origin="theory: float64 round-off",
              vtol=1e-3)  # the searched minimum is how close the search got to a sharp bound (0);
 #                          it depends on the optimiser's path and differs across CPU kernels
 ledger.above("lemma10-proof-constant", "Lemma 10 proof", "arithmetic on an explicit block (a "
-             "counterexample, also a unit test): the proof's D' = ||C0||_2^2/4 fails, "
-             "||A||^2/8 - D' - ||B||^2 > 0", "valid D'", paper_rhs - b_sq, 0.0, fmt=".4f",
+             "counterexample, also a unit test): the proof's $D' = \\lVert C_0\\rVert_2^2/4$ fails, "
+             "$\\lVert A\\rVert_2^2/8 - D' - \\lVert B\\rVert_2^2 > 0$", "valid $D'$", paper_rhs - b_sq,
+             0.0, fmt=".4f",
              items="lemma10-proof", bearing="contradicts",
              falsifier="the explicit block satisfying the proof's inequality, $\\lVert "
                        "B\\rVert_2^2 \\ge \\lVert A\\rVert_2^2/8 - \\lVert C_0\\rVert_2^2/4$",
@@ -465,20 +470,20 @@ glue("inv-alexnet-paper", f"{paper_l:.2f}", display=False)
 glue("inv-alexnet-224", f"{l224}", display=False)
 glue("inv-alexnet-227", f"{l227}", display=False)
 ledger.above("eq71-printed-constant", "App. D, Eq. (71)", "arithmetic on an explicit pair (a "
-             "counterexample, also a unit test): with D_l = ||C_l||_2^2 as printed the telescoping "
+             "counterexample, also a unit test): with $D_l = \\lVert C_l\\rVert_2^2$ as printed the telescoping "
              "inequality fails on a pair satisfying the invariance (amount by which it fails)",
-             "valid D_l", printed71, 0.0, fmt=".3f", items="eq71", bearing="contradicts",
+             "valid $D_l$", printed71, 0.0, fmt=".3f", items="eq71", bearing="contradicts",
              falsifier="the explicit pair satisfying the printed inequality with $D_l = \\lVert "
                        "C_l\\rVert_2^2$ (amount at most 0)",
              origin="theory: exact arithmetic")
-ledger.close("eq71-corrected-constant", "App. D, Eq. (71)", "negative control: with D_l = "
-             "||C_l||_2 the same pair satisfies it with equality", "-", corrected71, 0.0,
+ledger.close("eq71-corrected-constant", "App. D, Eq. (71)", "negative control: with $D_l = "
+             "\\lVert C_l\\rVert_2$ the same pair satisfies it with equality", "-", corrected71, 0.0,
              atol=1e-12, fmt=".1e", items="eq71", bearing="control",
              origin="theory: exact arithmetic")
 ledger.holds("alexnet-count", "App. C, Def. 11 example", "arithmetic (also a unit test): the "
              "paper's count of filter positions is not an integer and differs from the "
              "convolution's (224 input, stride 4, no padding; value: the difference)",
-             "((224 - 7) / 4)^2", f"{paper_l:.2f} vs {l224}",
+             "$((224 - 7)/4)^2$", f"{paper_l:.2f} vs {l224}",
              abs(paper_l - round(paper_l)) > 1e-9 and round(paper_l) != l224, "differ",
              items="alexnet-count", bearing="contradicts",
              falsifier="the printed count an integer equal to the number of positions of the "

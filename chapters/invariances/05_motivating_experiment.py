@@ -359,10 +359,10 @@ plt.close(fig)
 n_train = len(y)
 share_gap = min(share[i] - offtop_share(Rl, i) for i in dense)
 ledger.below("fit", "J&T19 setting", "setup check: training loss below log(2)/n (all samples "
-             "classified)", "separable, risk -> 0", R["loss"], math.log(2) / n_train, fmt=".2e",
+             "classified)", "separable, risk $\\to 0$", R["loss"], math.log(2) / n_train, fmt=".2e",
              items="jt19-alexnet", bearing="control", origin="theory")
 ledger.below("init-random-matrix", "J&T19 setting", "setup check: at initialisation the hidden "
-             "dense ratios equal the random-matrix value 1/sqrt(m) + 1/sqrt(n) within 15%",
+             "dense ratios equal the random-matrix value $1/\\sqrt m + 1/\\sqrt n$ within 15%",
              "(not discussed)", init_vs_random, 0.15, fmt=".3f", items="jt19-alexnet",
              bearing="control", origin="prior")
 for i in dense:
@@ -381,7 +381,7 @@ for i in dense:
                  vtol=0.05)  # a difference of two float32 runs: it moves by about 0.02 between
     #                        CPU kernels
     ledger.above(f"{names[i]}-offtop", "J&T19 Fig. (AlexNet)", f"{names[i]}: share of the growth "
-                 f"of ||W||_F^2 after the fit that goes off the top direction > {cfg['offtop']:g}",
+                 f"of $\\lVert W\\rVert_F^2$ after the fit that goes off the top direction > {cfg['offtop']:g}",
                  "reduced alignment", share[i], cfg["offtop"], fmt=".3f", items="jt19-alexnet",
                  bearing="supports",
                  falsifier=f"at most {cfg['offtop']:g} of the growth of $\\lVert W\\rVert_F^2$ "

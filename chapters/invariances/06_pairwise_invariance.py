@@ -261,7 +261,7 @@ glue("pw-c-linear-slope", f"{lin_raw_slope:.2f}", display=False)
 glue("pw-c-diag", f"{max(r['diag'].max() for r in pairs.values()):.0e}", display=False)
 ledger.holds("eq5-relu-default", "Lemma 3 (5), Assumption 1", "outside Assumption 1 (weights "
              "change sign during the run, so the run does not test Eq. 5): the off-diagonal of M "
-             "drifts too (corrected, smallest eta, relative; the sign changes of the run)",
+             "drifts too (corrected, smallest $\\eta$, relative; the sign changes of the run)",
              "(not covered)", f"{R['corr'][-1]:.2f} ({R['sign_flips']} sign changes)",
              R["corr"][-1] > 1e-3, "> 0.001", items="lemma3-eq5", bearing="control",
              value=R["corr"][-1], lo=1e-3, origin="prior")
@@ -271,13 +271,13 @@ ledger.holds("eq5-sign-stable-regime", "Assumption 1", "setup check: in the sign
              S["sign_flips"] == 0, "0", items="asm1", bearing="control", value=S["sign_flips"],
              hi=0.5, origin="theory: Assumption 1 means no change")
 ledger.above("eq5-sign-stable-drift", "Lemma 3 (5), Thm 1 (1), App. F (81-85)", "inside a stable "
-             "sign regime the off-diagonal still drifts (corrected, smallest eta, relative)",
+             "sign regime the off-diagonal still drifts (corrected, smallest $\\eta$, relative)",
              "conserved", S["corr"][-1], 1e-3, fmt=".3f",
              items=["lemma3-eq5", "thm1-p1", "appF-pair"], bearing="contradicts",
              falsifier="the corrected off-diagonal drift at the smallest step at most 1e-3 "
                        "(relative)", origin="prior")
 ledger.above("eq5-sign-stable-gf-limit", "Lemma 3 (5), Thm 1 (1)", "that drift does not vanish "
-             "as eta -> 0 (ratio smallest/largest eta)", "conserved", ratio(S["corr"]), 0.5,
+             "as $\\eta\\to 0$ (ratio smallest/largest $\\eta$)", "conserved", ratio(S["corr"]), 0.5,
              fmt=".2f", items=["lemma3-eq5", "thm1-p1"], bearing="contradicts",
              falsifier="the drift shrinking with the step (ratio smallest/largest eta at most "
                        "0.5), as a discretisation slack would", origin="prior")
@@ -299,7 +299,7 @@ ledger.below("eq5-linear", "Lemma 3 (5), Thm 1 (1), App. F (81-85)", "linear net
                        "(relative)",
              origin="theory: float64 round-off")
 ledger.between("eq5-linear-raw-slope", "App. F", "setup check: linear network's raw off-diagonal "
-               "drift at fixed T is O(eta) (log-log slope)", "O(eta)", lin_raw_slope, 0.8, 1.2,
+               "drift at fixed $T$ is $O(\\eta)$ (log-log slope)", "$O(\\eta)$", lin_raw_slope, 0.8, 1.2,
                fmt=".2f", items="appF-pair", bearing="control", origin="prior")
 
 # %%
@@ -496,7 +496,7 @@ for cid, name, what, items in [
     n = int(counts[name].sum())
     ledger.holds(cid, "Lemma 3 (5), Thm 1 (1), Assumption 1", f"{what}: in a majority of the "
                  f"{R_M} runs no weight changes sign (Assumption 1 holds) and the off-diagonal "
-                 "drift shows (> 1e-3 relative, ratio small/large eta > 0.5); count of such runs",
+                 "drift shows (> 1e-3 relative, ratio small/large $\\eta$ > 0.5); count of such runs",
                  "conserved", f"{n}/{R_M} runs (sign-stable: {int(stable[name].sum())}/{R_M})",
                  n > R_M / 2, "> half", items=items, bearing="contradicts",
                  falsifier=f"half of the {R_M} runs or fewer both keeping every weight sign and "

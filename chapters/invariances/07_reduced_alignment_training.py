@@ -362,37 +362,38 @@ ledger.above("t2-fits", "Thm 2 setting", "setup check: the ReLU network separate
              origin="prior")
 for tail in ("relu", "linear"):
     ledger.below(f"t2-lemma4-{tail}", "Lemma 4", f"{tail} tail after a non-homogeneous head: "
-                 "drift of ||fc2||_F^2 - ||Fin||^2 relative to the growth of ||Fin||^2 (GD "
+                 "drift of $\\lVert fc2\\rVert_F^2 - \\lVert Fin\\rVert^2$ relative to the growth of "
+                 "$\\lVert Fin\\rVert^2$ (GD "
                  "slack only; the lemma assumes stable signs, and it holds here with weights "
                  "changing sign)", "conserved (under Assumption 1)", frob_rel[tail], 0.1,
                  fmt=".2e", items="lemma4", bearing="qualifies",
                  falsifier="the drift of $\\lVert fc2\\rVert_F^2 - \\lVert Fin\\rVert^2$ reaching "
                            "0.1 of the growth of $\\lVert Fin\\rVert^2$", origin="prior")
-ledger.below("t2-thm1-linear", "Thm 1 (1)", "linear tail: drift of Fin^T Fin - W W^T relative "
-             "to the growth of ||Fin||^2 (even with weights changing sign)", "conserved",
+ledger.below("t2-thm1-linear", "Thm 1 (1)", "linear tail: drift of $Fin^\\top Fin - WW^\\top$ "
+             "relative to the growth of $\\lVert Fin\\rVert^2$ (even with weights changing sign)", "conserved",
              C_rel["linear"], 0.1, fmt=".2e", items="thm1-p1", bearing="qualifies",
              falsifier="the linear tail's matrix drift reaching 0.1 of the growth of $\\lVert "
                        "Fin\\rVert^2$", origin="prior")
 ledger.above("t2-thm1-relu", "Thm 1 (1)", "ReLU tail: the same drift is a sizeable fraction of "
-             "the growth of ||Fin||^2" + outside, "conserved", C_rel["relu"], 0.1, fmt=".2e",
+             "the growth of $\\lVert Fin\\rVert^2$" + outside, "conserved", C_rel["relu"], 0.1, fmt=".2e",
              items="thm1-p1", bearing="control", origin="prior")
 ledger.below("t2-eq13-linear", "Thm 2, Eq. (13)", "linear tail: max over steps and the two "
-             "N_r = 0 layers of ||W||_F^2 - ||W||_2^2 - D", "<= 0", eq13["linear"], 0.0,
+             "$N_r = 0$ layers of $\\lVert W\\rVert_F^2 - \\lVert W\\rVert_2^2 - D$", "$\\le 0$", eq13["linear"], 0.0,
              fmt=".3g", items="thm2-eq13", bearing="qualifies",
              falsifier="$\\lVert W\\rVert_F^2 - \\lVert W\\rVert_2^2 - D$ above 0 at some recorded "
                        "step of a linear N_r = 0 layer", origin="paper")
-ledger.below("t2-eq13-fc1-linear", "Thm 2, Eq. (13) (N_r = 1)", "linear tail, the layer before "
-             "the ResNetFree block: max over steps of ||fc1||_F^2 / 2 - ||fc1||_2^2 - D, with the "
-             "corrected constant 1/2 of Lemma 10 (stronger than the paper's 1/8)", "<= 0 (1/8)",
+ledger.below("t2-eq13-fc1-linear", "Thm 2, Eq. (13) ($N_r = 1$)", "linear tail, the layer before "
+             "the ResNetFree block: max over steps of $\\lVert fc1\\rVert_F^2/2 - \\lVert fc1\\rVert_2^2 - D$, "
+             "with the corrected constant 1/2 of Lemma 10 (stronger than the paper's 1/8)", "$\\le 0$ (1/8)",
              eq13_fc1["linear"], 0.0, fmt=".3g", items="thm2-eq13", bearing="qualifies",
              falsifier="$\\lVert fc1\\rVert_F^2/2 - \\lVert fc1\\rVert_2^2 - D$ above 0 at some "
                        "recorded step of the linear tail",
              origin="theory: the proof's chain with the corrected constants")
 ledger.below("t2-eq13-relu-scale", "Thm 2, Eq. (13)", "scale check: at this scale the ReLU tail "
-             "also stays below D, so Eq. (13) itself cannot separate the tails here", "<= 0",
+             "also stays below $D$, so Eq. (13) itself cannot separate the tails here", "$\\le 0$",
              eq13["relu"], 0.0, fmt=".3g", items="thm2-eq13", bearing="control", origin="paper")
 ledger.below("t2-offtop-linear", "Thm 2, Eqs. (14)-(15)", "linear tail: after the fit, less than "
-             "0.1 of the growth of ||fc1||_F^2 goes off the top direction (the growth is rank "
+             "0.1 of the growth of $\\lVert fc1\\rVert_F^2$ goes off the top direction (the growth is rank "
              "one: the run is unfinished, not reduced)", "rank-one limit",
              share["linear"]["fc1"], 0.1, fmt=".3f",
              items=["thm2-eq14", "thm2-eq15-rank1"], bearing="qualifies",
@@ -401,8 +402,9 @@ ledger.below("t2-offtop-linear", "Thm 2, Eqs. (14)-(15)", "linear tail: after th
              origin="after-seeds: applied to fc1 instead of fc1 and fc2 after seed 3",
              vtol=0.034)  # a small residual that moves with the CPU as with the seed: 0.001-0.035 over seeds 0-4
 ledger.above("t2-offtop-relu", "Thm 2, Eqs. (13)-(15)", "ReLU tail: more than 0.1 of the growth "
-             "of ||fc2||_F^2 after the fit goes off the top direction, so Q = ||W||_F^2 - "
-             "||W||_2^2 grows with ||W||_F^2" + outside, "Q <= D, rank-one limit",
+             "of $\\lVert fc2\\rVert_F^2$ after the fit goes off the top direction, so "
+             "$Q = \\lVert W\\rVert_F^2 - \\lVert W\\rVert_2^2$ grows with $\\lVert W\\rVert_F^2$" + outside,
+             "$Q\\le D$, rank-one limit",
              share["relu"]["fc2"], 0.1, fmt=".3f", items="thm2-eq13", bearing="control",
              origin="prior", vtol=0.15)  # the late phase is chaotic: 0.29 -> 0.36 on another kernel
 ledger.above("t2-offtop-fc2-compare", "Thm 2, Eq. (13)", "control: for fc2 the ReLU tail's share "

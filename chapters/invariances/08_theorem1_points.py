@@ -167,8 +167,8 @@ for point in range(1, 8):
     ratio_min = min(r["ratio"] for r in sel)
     ledger.holds(f"thm1-p{point}-relu", f"Thm 1 ({point}), Assumption 1", f"ReLU, no weight "
                  f"sign change: the off-diagonal of every point-{point} pair drifts (> 1e-6 "
-                 f"relative) and does not shrink with eta ({len(sel)} pair(s); drift, smallest "
-                 "ratio small/large eta)", "conserved",
+                 f"relative) and does not shrink with $\\eta$ ({len(sel)} pair(s); drift, smallest "
+                 "ratio small/large $\\eta$)", "conserved",
                  f"{drift_min:.1e}, {ratio_min:.2f} ({relu_flips} sign changes)",
                  drift_min > 1e-6 and ratio_min > 0.5 and relu_flips == 0, "> 1e-6, > 0.5, 0",
                  items=f"thm1-p{point}", bearing="contradicts",
@@ -350,7 +350,7 @@ for act in ("linear", "relu"):
     ledger.holds(f"pair-abs-{act}", "Lemma 8 (47), App. C (40-43)", f"{act}: for the dense pair "
                  "and for the convolution pair, a majority of the runs in which no weight changes "
                  "sign show the absolute-valued pair form drifting (> 1e-6 relative, ratio "
-                 "small/large eta > 0.5); drifting / sign-stable runs of the pair with the smaller "
+                 "small/large $\\eta$ > 0.5); drifting / sign-stable runs of the pair with the smaller "
                  "share (value: that share)", "conserved",
                  f"{abs_count[act]}/{abs_of[act]} sign-stable runs",
                  abs_of[act] >= MIN_STABLE and abs_count[act] > abs_of[act] / 2, "> half",

@@ -284,9 +284,13 @@ plt.close(fig)
 #
 # The rank-2 limit of {doc}`03_alignment_low_rank_limit` is not an artefact of a designed
 # initialisation: from random initialisations, on two families of data sets, every ReLU run that
-# meets the hypotheses of Corollary 1 ends away from rank 1, at the ratio and the alignment
-# predicted by the one-class KKT point of its data set where that point is valid (on seeds 0-4: the
-# {doc}`robustness page </book/robustness>`). Corollary 1 is false for ReLU networks; its linear
+# meets the hypotheses of Corollary 1 ends away from rank 1, within 0.02 of the ratio and the
+# alignment predicted by the one-class KKT point of its data set where that point is valid (on
+# seeds 0-4: the {doc}`robustness page </book/robustness>`). That agreement is read at this
+# budget only: in the budget sweep, at three times the steps on seed 0 the largest gap to the KKT
+# prediction (control `cor1-random-kkt`) leaves the band, so the book does not claim the runs
+# converge to that point; the contradiction of Corollary 1 (every run below 0.99) does not rest on
+# it. Corollary 1 is false for ReLU networks; its linear
 # counterpart ({cite:t}`ji2019gradient`) holds in every linear run that meets the hypotheses.
 #
 # ## Claims
@@ -316,7 +320,7 @@ for f, what in (("A", "random initialisations"), ("B", "a second family of data 
     ledger.holds(f"cor1-random-{f.lower()}", "Cor. 1, Assumptions 1-2", f"{what}: every ReLU run "
                  "that meets the hypotheses (no sign change at any step after margin 1, no "
                  "vanishing weight; at least 3 runs) ends below 0.99 (value: the largest final "
-                 "ratio)", "ratio -> 1", f"{int((relu_r[f] < 0.99).sum())}/{len(relu_r[f])}",
+                 "ratio)", "ratio $\\to 1$", f"{int((relu_r[f] < 0.99).sum())}/{len(relu_r[f])}",
                  len(relu_r[f]) >= 3 and bool((relu_r[f] < 0.99).all()), "all, >= 3 runs",
                  items="cor1", bearing="contradicts",
                  falsifier="fewer than 3 ReLU runs meeting the hypotheses, or one of them ending "
@@ -331,7 +335,7 @@ ledger.below("cor1-random-kkt", "Prop. (KKT point, chapter 03)", "explanation ch
 #                          slowest changes with the CPU kernel (seed 0: 0.011 here, 0.007 on another)
 ledger.holds("leaky-rank2", "Thm 2, Eq. (15) (leaky ReLU)", "leaky ReLU: some runs that meet the "
              "hypotheses end below 0.95 (runs below 0.95 / runs; an end point of a finite run, "
-             "with no KKT prediction)", "ratio -> 1",
+             "with no KKT prediction)", "ratio $\\to 1$",
              f"{int((leaky_r < 0.95).sum())}/{len(leaky_r)}", bool((leaky_r < 0.95).any()),
              ">= 1 run", items="thm2-eq15-rank1", bearing="qualifies",
              falsifier="every leaky-ReLU run that meets the hypotheses ending at ratio 0.95 or "
@@ -339,7 +343,7 @@ ledger.holds("leaky-rank2", "Thm 2, Eq. (15) (leaky ReLU)", "leaky ReLU: some ru
              value=int((leaky_r < 0.95).sum()), lo=0.5, origin="prior")
 ledger.holds("linear-random", "J&T19; Cor. 1 (linear)", "every linear run that meets the "
              "hypotheses ends with ratio and alignment above 0.99 (value: the smallest of both)",
-             "ratio, alignment -> 1",
+             "ratio, alignment $\\to 1$",
              f"{int(((lin_r > 0.99) & (lin_align > 0.99)).sum())}/{len(lin_r)}",
              len(lin_r) >= 3 and bool(((lin_r > 0.99) & (lin_align > 0.99)).all()),
              "all, >= 3 runs", items=["cor1", "thm2-eq15-rank1", "thm2-eq15-align"],

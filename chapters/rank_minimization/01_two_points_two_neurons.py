@@ -201,7 +201,7 @@ ledger.below("thm1-rank1-interpolant", "Thm 1 / App. A", "the rank-1 constructio
              "dataset (max relative residual) and its first layer has rank 1 (max s2/s1, also < 1e-12); a check of "
              "the construction", "exact", thm1_resid if thm1_ratio < 1e-12 else float("inf"), 1e-10, fmt=".1e",
              items="thm1", bearing="control", origin="theory: exact up to float64 rounding")
-ledger.below("lem2-interp", "Lemma 2", "V = Y relu(WX)^+ interpolates whenever every input has a private neuron "
+ledger.below("lem2-interp", "Lemma 2", "$V = Y\\,\\mathrm{relu}(WX)^+$ interpolates whenever every input has a private neuron "
              "(a check of the construction)", "exact", lem2_resid, 1e-10, fmt=".1e", items="lemma2", bearing="control",
              origin="theory: exact up to float64 rounding")
 ledger.above("construction-controls", "Thm 1, Lemma 2", "negative control: without the normalisation of Thm 1, or "
@@ -266,8 +266,8 @@ neg_zero = float((best_residual(W_neg) / YL.norm(dim=(-2, -1))).max())
 print(f"Lemmas 3-4 on {nl} random datasets: smallest residual / s_2(Y) with a dead row or alpha > 0: {lem34:.6f}; "
       f"rank 1 with alpha < 0 and private neurons: largest relative residual {neg_zero:.1e}")
 glue("rank1-lem34", f"{lem34:.4f}", display=False)
-ledger.holds("lemmas3-4", "Lemmas 3-4", "a 2x2 network with a row in D, or rank W = 1 with alpha > 0, misses Y by "
-             "at least s_2(Y) for every V (count of networks with residual / s_2(Y) < 1 - 1e-9; a bound that holds "
+ledger.holds("lemmas3-4", "Lemmas 3-4", "a 2x2 network with a row in $D$, or $\\mathrm{rank}\\,W = 1$ with $\\alpha > 0$, "
+             "misses $Y$ by at least $s_2(Y)$ for every $V$ (count of networks with residual / $s_2(Y)$ < 1 - 1e-9; a bound that holds "
              "for every such network)", "no zero loss", f"{viol34} of {ratios34.numel()}; smallest ratio {lem34:.6f}",
              viol34 == 0, tolerance="0", items=["lemma3", "lemma4"], bearing="control", value=viol34, hi=0.5,
              origin="theory: Eckart-Young")
@@ -475,24 +475,24 @@ ledger.holds("rank1-control", "Thm 1", "negative control: Theorem 1's rank-1 int
              "both checks above (s2/s1 < 1e-3 and srank < 1.05)", "-", "fails both" if r1_ratio < 1e-3 and
              r1_srank < 1.05 else "passes one", r1_ratio < 1e-3 and r1_srank < 1.05, items=["thm2", "fig1"],
              bearing="control", origin="theory")
-ledger.above("fig1-split-srank", "Lemmas 6, 7, 9", "runs that start and end split have srank(W) = 2/(1+|cos theta|) "
+ledger.above("fig1-split-srank", "Lemmas 6, 7, 9", "runs that start and end split have $\\mathrm{srank}(W) = 2/(1+|\\cos\\theta|)$ "
              "up to the initialisation scale: fraction within 1e-3 of it (the rest pass through S on the way)",
-             "angle in [pi - theta, theta + O(init))", near_cf, 0.999, fmt=".5f",
+             "angle in $[\\pi - \\theta, \\theta + O(\\mathrm{init}))$", near_cf, 0.999, fmt=".5f",
              items=["lemma6", "lemma7", "lemma9"], bearing="verifies",
              origin="after-seeds: was 'largest deviation < 0.01'; restated as a fraction after seed 1 showed one "
              "run at 0.011 that had passed through S",
              falsifier="fewer than 99.9% of the runs that start and end split within 1e-3 of 2/(1+|cos theta|)")
 ledger.holds("lemma6-fig1", "Lemma 6", "every converged run that ends split has its row angle inside Lemma 6's "
-             "interval [pi - theta, theta + 2 arcsin(2 r/sqrt3)), no tolerance (count outside)", "always",
+             "interval $[\\pi - \\theta, \\theta + 2\\arcsin(2r/\\sqrt3))$, no tolerance (count outside)", "always",
              f"{out6} of {int(split_end.sum())}", out6 == 0, tolerance="0", items="lemma6", bearing="verifies",
              value=out6, hi=0.5, origin="theory",
              falsifier="a converged run ending split with its row angle outside Lemma 6's interval")
-ledger.holds("lemma8-norms", "Lemma 8", "converged runs ending split: min(||w_i||, ||v_i||) >= sqrt(1 - |eps_i|), up "
+ledger.holds("lemma8-norms", "Lemma 8", "converged runs ending split: $\\min(\\lVert w_i\\rVert, \\lVert v_i\\rVert)\\ge\\sqrt{1 - |\\epsilon_i|}$, up "
              "to the leftover loss (count of violations; holds for every zero-loss network)", "holds at zero loss",
              f"{lem8_viol} of {int(split_end.sum())}", lem8_viol == 0, tolerance="0", items="lemma8", bearing="control",
              value=lem8_viol, hi=0.5, origin="theory")
-ledger.above("thm3-paper-data", "Thm 3 remark", "on the paper's own experiment (v(0) on the circle of radius 1e-4), "
-             "Theorem 3's event E is more frequent than the bound 2(theta/2pi)^2 (99% Wilson lower limit minus bound)",
+ledger.above("thm3-paper-data", "Thm 3 remark", "on the paper's own experiment ($v(0)$ on the circle of radius 1e-4), "
+             "Theorem 3's event $E$ is more frequent than the bound $2(\\theta/2\\pi)^2$ (99% Wilson lower limit minus bound)",
              "should hold under weaker init", loE - bound0, 0.0, fmt=".4f", items="thm3-remark", bearing="supports",
              origin="paper: the bound of Theorem 3", vtol=1e-3,
              falsifier="the 99% Wilson lower limit of P(E) on the paper's dataset at or below the bound $2(\\theta/2\\pi)^2$")
@@ -597,10 +597,10 @@ ledger.between("lemma9-first-order", "Lemma 9", "balancedness drift shrinks line
                "(ratio of max drifts for a 10x step change; an identity of gradient flow, so a check of the "
                "simulation)", "0 under GF", drift_big / drift_small, 5.0, 20.0, fmt=".1f", items="lemma9",
                bearing="control", origin="prior: 10 for a first-order error, a factor 2 either way")
-ledger.below("lemma9-small", "Lemma 9", "max drift of ||w_i||^2 - ||v_i||^2 over the run, in units of the step",
+ledger.below("lemma9-small", "Lemma 9", "max drift of $\\lVert w_i\\rVert^2 - \\lVert v_i\\rVert^2$ over the run, in units of the step",
              "0 under GF", drift_big / P["fig1_lr"], 1.0, items="lemma9", bearing="control",
              origin="prior: one step's worth")
-ledger.below("lemma9-control", "Lemma 9", "negative control: the same ratio for ||w_i||^2 alone (not conserved) "
+ledger.below("lemma9-control", "Lemma 9", "negative control: the same ratio for $\\lVert w_i\\rVert^2$ alone (not conserved) "
              "is far below 5", "-", grow_big / grow_small, 2.0, fmt=".2f", items="lemma9", bearing="control",
              origin="prior")
 

@@ -271,7 +271,7 @@ glue("rankp-lem6-out", f"{min(lem6_out):.2f}", display=False)
 
 n_split = int(m_split.sum())
 split_fail = int((~A["conv"][m_split]).sum())
-ledger.holds("lemma13-split-converge", "Lemma 13", "every run that starts split with v(0)=0 converges (count that "
+ledger.holds("lemma13-split-converge", "Lemma 13", "every run that starts split with $v(0)=0$ converges (count that "
              "do not)", "always", f"{split_fail} of {n_split}", split_fail == 0, tolerance="0", items="lemma13",
              bearing="verifies", value=split_fail, hi=0.5, origin="theory",
              falsifier="a split start with v(0) = 0 that does not converge")
@@ -279,12 +279,12 @@ ledger.below("closed-form", "Lemmas 7, 9, 13", "split runs end at the closed-for
              "cruder limit W = X^T misses by the initialisation scale 1e-4)", "not stated", cf_err, 1e-5, fmt=".1e",
              items=["lemma7", "lemma9", "lemma13"], bearing="verifies", origin="prior: a tenth of the init scale",
              falsifier="a split run ending 1e-5 or more from the closed-form limit")
-ledger.below("srank-theta", "Sec. 3", "split runs reach srank(W) = 2/(1+|cos theta|) up to O(init), which tends to 1 "
-             "as theta -> pi (max deviation)", "'large in general'", sr_split_err, 5e-3, fmt=".1e",
+ledger.below("srank-theta", "Sec. 3", "split runs reach $\\mathrm{srank}(W) = 2/(1+|\\cos\\theta|)$ up to "
+             "$O(\\mathrm{init})$, which tends to 1 as $\\theta\\to\\pi$ (max deviation)", "'large in general'", sr_split_err, 5e-3, fmt=".1e",
              items="sec3-approx", bearing="qualifies", origin="prior",
              falsifier="a split run whose stable rank misses 2/(1+|cos theta|) by 0.005 or more (the closed form, which tends to 1 as theta -> pi, would not describe gradient flow)")
 ledger.holds("lemma6-angle", "Lemma 6", "converged runs ending split: row angle inside Lemma 6's interval "
-             "[pi - theta, theta + 2 arcsin(2 r/sqrt3)) and row norms inside its norm interval, no tolerance (count "
+             "$[\\pi - \\theta, \\theta + 2\\arcsin(2r/\\sqrt3))$ and row norms inside its norm interval, no tolerance (count "
              "outside, both inits; largest share of the angle slack used in the measured column)", "always",
              f"{lem6_viol} outside; slack used {max(lem6_used):.3f}", lem6_viol == 0, tolerance="0", items="lemma6",
              bearing="verifies", value=lem6_viol, hi=0.5, origin="theory",
@@ -303,16 +303,16 @@ ledger.above("thm2-rank2-sweep", "Thm 2", "no converged run over random datasets
              "rounding level); compared on a log scale after seeds 0-4, where the smallest s2/s1, a minimum over "
              "random angles, spread about as much as its distance to 1e-4",
              falsifier="a converged run whose W has log10(s2/s1) at or below -4 (rank 1 to that accuracy)")
-ledger.above("wide-angle-low-rank", "Sec. 3", f"for theta > 160 deg, P(srank < {thr} | converged) (both inits)",
+ledger.above("wide-angle-low-rank", "Sec. 3", f"for $\\theta > 160^\\circ$, $P(\\mathrm{{srank}} < {thr}\\mid\\text{{converged}})$ (both inits)",
              "not even approximately low rank", min(frac_wide.values()), 0.95, items="sec3-approx", bearing="qualifies",
              origin="after-seeds: 0.95 set after pilot runs of an earlier version, then checked on seeds 0-4",
              falsifier="fewer than 95% of the converged runs with theta > 160 deg end with stable rank below 1.05, under either initialisation")
-ledger.above("narrow-angle-not-low", "Lemma 6", "for theta <= 135 deg no converged run ending split has srank "
+ledger.above("narrow-angle-not-low", "Lemma 6", "for $\\theta\\le 135^\\circ$ no converged run ending split has srank "
              "below 1.05 (Lemma 6's floor there is about 1.12)", "bounded away from 1", min(min_narrow_split.values()),
              thr, items=["lemma6", "sec3-approx"], bearing="supports", origin="prior: the cut-off of the reading guide",
              falsifier="a converged run ending split with theta <= 135 deg and stable rank below 1.05")
 ledger.above("ends-in-S-lower", "Sec. 3", "converged runs ending with a neuron in S (covered by no theorem): "
-             "fraction with srank more than 0.05 below the split value 2/(1+|cos theta|) (smaller of the two inits)",
+             "fraction with srank more than 0.05 below the split value $2/(1+|\\cos\\theta|)$ (smaller of the two inits)",
              "not even approximately low rank", min(S["below_cf"] for S in sweep.values()), 0.1, fmt=".2f",
              items="sec3-approx", bearing="qualifies",
              origin="after-seeds: 0.1 set after pilot runs of an earlier version, then checked on seeds 0-4",
@@ -434,12 +434,12 @@ print(f"control, paper's init with some v_i(0).y_i < 0, {tn_['runs']} split star
 glue("rankp-traj-n", tc["runs"], display=False)
 glue("rankp-traj-every", P["traj_every"], display=False)
 glue("rankp-traj-drop", f"{tn_['dropped_frac']:.2f}", display=False)
-ledger.below("lemma10-per-sample", "Lemma 10", "v(0)=0, split starts: each per-sample loss L^i never rises "
+ledger.below("lemma10-per-sample", "Lemma 10", "$v(0)=0$, split starts: each per-sample loss $L^i$ never rises "
              "between records (largest rise)", "non-increasing", tc["rise"], 1e-12, fmt=".1e", items="lemma10",
              bearing="verifies", origin="theory: 0 up to float64 rounding",
              falsifier="a per-sample loss that rises by 1e-12 or more between two records")
 off_drop = max(tc["off_span"] / 1e-10, -tc["drop"] / 1e-12)
-ledger.holds("lemmas11-12", "Lemmas 11-12", "v(0)=0, split starts: v_i stays on span(y_i) and w_i.x_i never "
+ledger.holds("lemmas11-12", "Lemmas 11-12", "$v(0)=0$, split starts: $v_i$ stays on $\\mathrm{span}(y_i)$ and $w_i^\\top x_i$ never "
              "decreases (largest part off the span over 1e-10 and largest decrease over 1e-12, the larger of the "
              "two; must be < 1)", "invariant set G", f"{tc['off_span']:.0e}; {tc['drop']:.0e}", off_drop < 1,
              tolerance="< 1e-10; > -1e-12", items=["lemma11", "lemma12"], bearing="verifies", value=off_drop, hi=1.0,
@@ -558,18 +558,18 @@ for key, val in {"thm3-angles": "{" + ", ".join(map(str, angles)) + "}",
                  "rule-agree": f"{agree_rule:.3f}"}.items():
     glue(f"rankp-{key}", val, display=False)
 
-ledger.holds("thm3-bound", "Thm 3", "with v(0)=0, every run that starts split ends in the event E, at every angle "
-             "(count that do not); with P(split start) = 2(theta/2pi)^2 this gives P(E) >= the bound",
-             "P(E) >= 2(theta/2pi)^2", f"{fails0} of {ns0}; P(E) >= {low_ratio:.3f} x bound (99%)", fails0 == 0,
+ledger.holds("thm3-bound", "Thm 3", "with $v(0)=0$, every run that starts split ends in the event $E$, at every "
+             "angle (count that do not); with $P(\\text{split start}) = 2(\\theta/2\\pi)^2$ this gives $P(E)\\ge$ the bound",
+             "$P(E)\\ge 2(\\theta/2\\pi)^2$", f"{fails0} of {ns0}; P(E) >= {low_ratio:.3f} x bound (99%)", fails0 == 0,
              tolerance="0", items="thm3", bearing="verifies", value=fails0, hi=0.5, origin="theory",
              falsifier="a split start with v(0) = 0 that ends outside the event E")
-ledger.above("thm3-paper-init", "Thm 3 remark", "with ||v_i(0)|| = ||w_i(0)|| (the paper's experiment), the 99% "
+ledger.above("thm3-paper-init", "Thm 3 remark", "with $\\lVert v_i(0)\\rVert = \\lVert w_i(0)\\rVert$ (the paper's experiment), the 99% "
              "Wilson upper limit of P(E) is below the bound at every angle >= 160 deg (smallest bound minus upper "
              "limit)", "should hold under weaker init", gap_paper, 0.0, fmt=".3f", items="thm3-remark",
              bearing="contradicts", origin="paper: the bound of Theorem 3",
              vtol=0.01,
              falsifier="at some angle >= 160 deg the 99% upper limit of P(E) with kappa = 1 reaches the bound")
-ledger.above("thm3-thm2-init", "Thm 3 remark", "with ||v_i(0)|| = 3 ||w_i(0)|| (within Theorem 2's assumptions), "
+ledger.above("thm3-thm2-init", "Thm 3 remark", "with $\\lVert v_i(0)\\rVert = 3\\lVert w_i(0)\\rVert$ (within Theorem 2's assumptions), "
              "the 99% upper limit of P(E) is below the bound on the paper's dataset and at every angle >= 120 deg "
              "(smallest bound minus upper limit)", "should hold under Thm 2's weaker init", gap_thm2, 0.0, fmt=".3f",
              items="thm3-remark", bearing="contradicts", vtol=0.01,
@@ -582,15 +582,15 @@ ledger.below("thm3-fail-settled", "Thm 3 remark", "control for the two claims ab
              "or change their outcome)", "-", (unsettled + disagree) / n_chk, 0.01, fmt=".4f", items="thm3-remark",
              bearing="control", origin="after-seeds: 1%, a fraction of split starts too small to move the frequency "
              "of E by a tenth of its gap to the bound; chosen after a pilot on seed 0 with no exception")
-ledger.above("thm3-small-ratio", "Thm 3 remark", "with 0 < ||v_i(0)|| <= 0.01 ||w_i(0)||, the bound is not rejected "
+ledger.above("thm3-small-ratio", "Thm 3 remark", "with $0 < \\lVert v_i(0)\\rVert\\le 0.01\\lVert w_i(0)\\rVert$, the bound is not rejected "
              "at any angle (smallest 99% upper limit of P(E) minus bound); not a proof that it holds: the samples "
              "resolve differences of about 0.02, and at wide angles the bound is nearly tight", "should hold under "
              "weaker init",
              gap_small, 0.0, fmt=".3f", items="thm3-remark", bearing="qualifies",
              origin="paper: the bound of Theorem 3", vtol=0.01,
              falsifier="for some kappa <= 0.01 and some angle the 99% upper limit of P(E) is below the bound (the bound rejected)")
-ledger.above("thm3-death-rule", "Thm 3 remark", "||v_i(0)|| = ||w_i(0)||, runs starting split: 'converges iff "
-             "w_i(0).x_j + v_i(0).y_j > 0 for both neurons' agrees with the outcome (fraction, all datasets)",
+ledger.above("thm3-death-rule", "Thm 3 remark", "$\\lVert v_i(0)\\rVert = \\lVert w_i(0)\\rVert$, runs starting split: 'converges iff "
+             "$w_i(0)^\\top x_j + v_i(0)^\\top y_j > 0$ for both neurons' agrees with the outcome (fraction, all datasets)",
              "(v(0) = 0 makes every split start converge)", agree_rule, 0.9, fmt=".3f", items="thm3-remark",
              bearing="qualifies", origin="after-seeds: 0.9 set after pilot runs of an earlier version, then checked "
              "on seeds 0-4",
@@ -641,7 +641,7 @@ glue("rankp-dead-by-ratio", ", ".join(f"$\\kappa={r:g}$: {split_out[:, r_].sum()
                                       for r_, r in enumerate(ratios)), display=False)
 near_gap = min(r["bound"] - r["upper"] for r in near_rows)
 ledger.above("thm3-near-pi", "Thm 3 remark", "close to 180 deg the bound fails for small ratios too: at "
-             + " and ".join(f"{r['angle']:g} deg with kappa = {r['kappa']:g}" for r in near_rows)
+             + " and ".join(f"{r['angle']:g}° with $\\kappa = {r['kappa']:g}$" for r in near_rows)
              + ", the 99% upper limit of P(E) is below the bound (smallest bound minus upper limit)",
              "should hold under weaker init", near_gap, 0.0, fmt=".4f", items="thm3-remark", bearing="contradicts",
              origin="paper: the bound of Theorem 3", vtol=2e-3,

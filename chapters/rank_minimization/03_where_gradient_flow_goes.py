@@ -355,13 +355,13 @@ for name, M in maps.items():
           f"with a neuron outside the wedge between U_i and x_i: {wedge[name]:.3f}")
 glue("rank2-wedge", f"{max(wedge.values()):.2f}", display=False)
 outF = sum(outside.values())
-ledger.holds("lemma6-F", "Lemma 6 (proof), Fig. 3", "every run that ends split has its neurons in F_1 and F_2 "
+ledger.holds("lemma6-F", "Lemma 6 (proof), Fig. 3", "every run that ends split has its neurons in $F_1$ and $F_2$ "
              "(geometry exact; the radius uses the balance reached by gradient descent; count of runs outside, both "
              "maps)", "always", f"{outF} of {sum(n_es.values())}", outF == 0, tolerance="0", items=["lemma6", "fig3"],
              bearing="verifies", value=outF, hi=0.5, origin="theory",
              falsifier="a run ending split with a neuron outside F_1 or F_2")
-ledger.above("lemma6-F-control", "Lemma 6 (proof)", "negative control: without the half-strip of width ||w_i(0)|| "
-             "along x_i (the part of A_i that the initialisation adds), some end points fall outside (fraction, "
+ledger.above("lemma6-F-control", "Lemma 6 (proof)", "negative control: without the half-strip of width "
+             "$\\lVert w_i(0)\\rVert$ along $x_i$ (the part of $A_i$ that the initialisation adds), some end points fall outside (fraction, "
              "larger of the two maps)", "-", max(wedge.values()), 0.0, fmt=".3f", items="lemma6", bearing="control",
              origin="prior")
 
