@@ -160,7 +160,7 @@ ledger.above("d1-direction", "Lemma D.1", "the parameter direction converges (co
              items="lemD1", bearing="supports", origin="prior",
              falsifier="the cosine between the parameter directions at T/2 and T is below 0.95 (no directional convergence within the run)")
 ledger.below("d1-balanced", "proof of Lemma D.4", "layers end balanced: max/min Frobenius norm",
-             "||W_i||_F all equal at the optimum", max(float(b.max()) for b in balance.values()), 1.05, fmt=".4f",
+             "$\\lVert W_i\\rVert_F$ all equal at the optimum", max(float(b.max()) for b in balance.values()), 1.05, fmt=".4f",
              items="setting-homogeneous", bearing="control", origin="prior")
 
 # %%
@@ -281,7 +281,7 @@ for name, value in {"th-frac-min": frac_min, "th-R-min": R_min, "th-ood-last": o
 
 print(f"smallest relative slack of the chain inequality (test and OOD inputs, every layer): {slack_min:.3g}")
 ledger.above("p41-margin-kept", "Prop. 4.1", "held-out fraction with margin >= the smallest training margin",
-             "1 - O~(sqrt(log(1/delta)/N) + ...) (its bound is vacuous here: d2-vacuous)", frac_min, 0.8, items="prop41",
+             "$1-\\tilde O(\\sqrt{\\log(1/\\delta)/N}+\\dots)$ (its bound is vacuous here: d2-vacuous)", frac_min, 0.8, items="prop41",
              bearing="qualifies",
              origin="prior: 1 - sqrt(log(20)/N) rounded down",
              falsifier="fewer than 80% of held-out points reach the smallest training margin")
@@ -404,53 +404,38 @@ for name, value in {"th-rho-2": float(rho_bar[depths[0]].mean()), "th-rho-max": 
                     "th-rho-mid": float(rho_mid_mean.max())}.items():
     glue(name, value, display=False)
 
-ledger.holds("d4-proof-bound", "Lemma D.4, eq. 7 (Timor et al. Thm 5)", "rho_bar_L >= (1/sqrt2)(sqrt2/C)^{L'/L} sqrt(L/(L+1)) for L > 2, every member",
+ledger.holds("d4-proof-bound", "Lemma D.4, eq. 7 (Timor et al. Thm 5)", "$\\bar\\rho_L\\ge\\frac{1}{\\sqrt2}(\\sqrt2/C)^{L'/L}\\sqrt{L/(L+1)}$ for $L>2$, every member",
              "holds at the global optimum (trained nets: KKT points, not certified optima)", ", ".join(f"{float((rho_bar[L].numpy() - bounds[L][0]).min()):+.3f}" for L in deeper),
              all(bool((rho_bar[L].numpy() >= bounds[L][0]).all()) for L in deeper), "min margin >= 0 per depth",
              items="lemD4-eq7", bearing="qualifies", origin="theory",
              value=min(float((rho_bar[L].numpy() - bounds[L][0]).min()) for L in deeper), lo=0.0,
              falsifier="some trained member at depth L > 2 has a mean spectral-to-Frobenius ratio below the proof's eq. 7 bound")
-ledger.holds("d4-statement-exceeds", "Lemma D.4 (as stated)", f"at depth {L_max} the printed bound C_1^(1/L) sqrt(L/(L+1)) exceeds the measured rho_bar (every member)",
-             "rho_bar >= C_1^(1/L) sqrt(L/(L+1)) -> 1 (at a global optimum; not certified here)", f"{float((bounds[L_max][1] - rho_bar[L_max].numpy()).min()):+.3f}",
-             bool((bounds[L_max][1] > rho_bar[L_max].numpy()).all()), "bound - rho_bar > 0",
+ledger.holds("d4-statement-exceeds", "Lemma D.4 (as stated)", f"at depth {L_max} the printed bound $C_1^{{1/L}}\\sqrt{{L/(L+1)}}$ exceeds the measured $\\bar\\rho_L$ (every member)",
+             "$\\bar\\rho_L\\ge C_1^{1/L}\\sqrt{L/(L+1)}\\to1$ (at a global optimum; not certified here)", f"{float((bounds[L_max][1] - rho_bar[L_max].numpy()).min()):+.3f}",
+             bool((bounds[L_max][1] > rho_bar[L_max].numpy()).all()), "bound $-\\,\\bar\\rho_L>0$",
              items="lemD4", bearing="qualifies", origin="theory",
              value=float((bounds[L_max][1] - rho_bar[L_max].numpy()).min()), lo=0.0,
-             falsifier="at depth 8 some member's measured ratio reaches the printed bound C_1^(1/L) sqrt(L/(L+1)) (the printed bound holds for it)")
-ledger.below("d4-rho-decreases", "Lemma D.4 / Sec. 4.2", f"rho_bar falls with depth: rho_bar({L_max}) - rho_bar({depths[0]}) (max over members)",
+             falsifier="at depth 8 some member's measured ratio reaches the printed bound $C_1^{1/L}\\sqrt{L/(L+1)}$ (the printed bound holds for it)")
+ledger.below("d4-rho-decreases", "Lemma D.4 / Sec. 4.2", f"$\\bar\\rho_L$ falls with depth: $\\bar\\rho_{{{L_max}}}-\\bar\\rho_{{{depths[0]}}}$ (max over members)",
              "low rank 'exacerbated by depth', -> rank 1", float((rho_bar[L_max] - rho_bar[depths[0]]).max()), 0.0,
              items="claim-rank1", bearing="contradicts", origin="prior",
              falsifier="for some member the mean ratio at depth 8 is not below its value at depth 2 (low rank grows with depth, as the paper reads)")
-ledger.above("d4-rank-two", "Lemma D.4 (book)", f"depth {L_max}: s2/s1 averaged over the middle layers is nearer 1 (rank 2) than 0 (rank 1); worst member",
-             "nearly rank 1 (s2/s1 -> 0)", float(s21_mean.min()), 0.5, items="claim-rank1",
+ledger.above("d4-rank-two", "Lemma D.4 (book)", f"depth {L_max}: $s_2/s_1$ averaged over the middle layers is nearer 1 (rank 2) than 0 (rank 1); worst member",
+             "nearly rank 1 ($s_2/s_1\\to0$)", float(s21_mean.min()), 0.5, items="claim-rank1",
              bearing="contradicts", origin="theory: midpoint of rank one (0) and rank two (1)",
-             falsifier="at depth 8 some member's s2/s1 averaged over the middle layers is below 0.5 (nearer rank one)")
-ledger.below("d4-not-rank-three", "Lemma D.4 (book)", f"depth {L_max}: the third singular value is small in every middle layer, max s3/s1",
+             falsifier="at depth 8 some member's $s_2/s_1$ averaged over the middle layers is below 0.5 (nearer rank one)")
+ledger.below("d4-not-rank-three", "Lemma D.4 (book)", f"depth {L_max}: the third singular value is small in every middle layer, max $s_3/s_1$",
              "nearly rank 1", float(s31.max()), 0.5, items="claim-rank1", bearing="qualifies", origin="prior",
-             falsifier="some middle layer at depth 8 has s3/s1 of 0.5 or more")
-ledger.below("d4-rho-near-sqrt2", "Lemma D.4 (book)", f"depth {L_max}: mean middle-layer ||W||_op/||W||_F is nearer 1/sqrt2 than 1 (< 0.854); worst member",
-             "-> 1 (at a global optimum; not certified here)", float(rho_mid_mean.max()), (1 + 1 / math.sqrt(2)) / 2,
+             falsifier="some middle layer at depth 8 has $s_3/s_1$ of 0.5 or more")
+ledger.below("d4-rho-near-sqrt2", "Lemma D.4 (book)", f"depth {L_max}: mean middle-layer $\\lVert W\\rVert_{{op}}/\\lVert W\\rVert_F$ is nearer $1/\\sqrt2$ than 1 (< 0.854); worst member",
+             "$\\to1$ (at a global optimum; not certified here)", float(rho_mid_mean.max()), (1 + 1 / math.sqrt(2)) / 2,
              items="lemD4", bearing="qualifies",
              origin="theory: midpoint of 1/sqrt2 and 1",
-             falsifier="at depth 8 some member's mean ratio is 0.854 or more (nearer 1, rank one, than 1/sqrt2)")
+             falsifier="at depth 8 some member's mean ratio is 0.854 or more (nearer 1, rank one, than $1/\\sqrt2$)")
 
 # %%
 fig, axes = plotting.subplots(2)
-axes[0].errorbar(np.array(depths), [float(rho_bar[L].mean()) for L in depths], yerr=[float(rho_bar[L].std()) for L in depths],
-                 marker="o", color=plotting.color(0), label=r"measured $\bar\rho_L$")
-Lg = np.arange(3, 65)
-cmean = float(C_wit.mean())
-axes[0].plot(Lg, [H.lemma_d4_bound(int(L), 2, cmean, "statement") for L in Lg], color=plotting.color(1), ls="--", label="bound as stated")
-axes[0].plot(Lg, [H.lemma_d4_bound(int(L), 2, cmean, "proof") for L in Lg], color=plotting.color(2), ls="--", label="bound the proof gives")
-axes[0].axhline(1 / math.sqrt(2), color="grey", lw=0.8)
-axes[0].set(xscale="log", xlabel="depth L", ylabel=r"$\bar\rho_L=\frac{1}{L}\sum_i \|W_i\|_{op}/\|W_i\|_F$", ylim=(0.4, 1.02))
-ticks = [2, 4, 8, 16, 32, 64]
-axes[0].set_xticks(ticks, [str(t) for t in ticks])
-axes[0].xaxis.set_minor_formatter(plt.NullFormatter())  # no overlapping minor labels on the log axis
-axes[0].legend(loc="lower right")
-for k in range(3):
-    axes[1].plot(np.arange(2, L_max), s_ratio[k].mean(0).numpy(), marker="o", color=plotting.color(k), label=f"$s_{k + 1}/s_1$")
-axes[1].set(xlabel=f"layer i (depth {L_max})", ylabel="singular value ratio", ylim=(0, 1.05))
-axes[1].legend()
+H.plot_rank_against_depth(axes, depths, rho_bar, float(C_wit.mean()), s_ratio, L_max)
 glue("fig-th-rank", fig, display=False)
 plt.close(fig)
 
@@ -545,7 +530,7 @@ ledger.above("t41-rank2-tighter", "Thm. 4.1 (book)", "the rank-2 split is tighte
              falsifier="the rank-2 split is not tighter on average than the rank-1 split (difference of E[|f|/bound] not above 0)")
 # the outputs of OOD inputs are smaller, but not through the theorem's premise: at the middle layer the OOD
 # features keep the held-out share of the top-2 subspace (printed above), so this row qualifies Thm. 4.1
-ledger.below("t41-ood-output", "Thm. 4.1 / Sec. 4", f"OOD outputs are smaller than held-out outputs at depth {L_max}, with the middle-layer projections as large as held-out ones: E_OOD|f| / E_test|f| (worst member)",
+ledger.below("t41-ood-output", "Thm. 4.1 / Sec. 4", f"OOD outputs are smaller than held-out outputs at depth {L_max}, with the middle-layer projections as large as held-out ones: $\\mathbb E_{{OOD}}|f|/\\mathbb E_{{test}}|f|$ (worst member)",
              "small projections make outputs collapse OOD", float(out_ratio.max()), 1.0, items="thm41", bearing="control",
              origin="theory: 1 = no change; a control after review: uniform points on the sphere against a network "
                     "trained to large margins on clustered data give smaller outputs by construction (as p41-ood-smaller), "
@@ -644,15 +629,15 @@ for name, value in {"th-homog": homog, "th-bias-share": share, "th-agree-M": agr
     glue(name, value, display=False)
 
 print(f"input homogeneity f~(lambda x) - b = lambda (f~(x) - b), largest relative error: {homog:.1e}")
-ledger.below("p42-bias-settles", "Prop. 4.2 (book)", "the bias settles: |b_T - b_{T/2}| / max(1, |b_T|), worst member",
-             "b grows along sum_M y_k", settle, 0.05, items="prop42", bearing="contradicts", origin="prior",
+ledger.below("p42-bias-settles", "Prop. 4.2 (book)", "the bias settles: $|b_T-b_{T/2}|/\\max(1,|b_T|)$, worst member",
+             "$b$ grows along $\\sum_M y_k$", settle, 0.05, items="prop42", bearing="contradicts", origin="prior",
              falsifier="some member's output bias still moves by 5% or more of its size between T/2 and T")
 # a control: with margins growing like ||theta||^L, a bias that settles is negligible by construction
-ledger.below("p42-bias-negligible", "Prop. 4.2 (book)", "the bias is negligible against the outputs: |b| / E|f - b| (worst member)",
-             "b ~ OCS direction", share, 1e-3, fmt=".2g", items="prop42", bearing="control",
+ledger.below("p42-bias-negligible", "Prop. 4.2 (book)", "the bias is negligible against the outputs: $|b|/\\mathbb E|f-b|$ (worst member)",
+             "$b\\sim$ OCS direction", share, 1e-3, fmt=".2g", items="prop42", bearing="control",
              origin="after-seeds: 1e-6 with 3000 steps and 3 members; 1e-3 since the run has 48 members and 1500 steps")
 ledger.below("p42-sign-margin", "Prop. 4.2", f"sign(b) = sign(label sum of the margin points): upper end of the 95% interval over {n_M} members",
-             "in every member (b ~ sum_M y_k)", ci_M[1], 0.9, fmt=".2f", items="prop42", bearing="contradicts",
+             "in every member ($b\\sim\\sum_M y_k$)", ci_M[1], 0.9, fmt=".2f", items="prop42", bearing="contradicts",
              origin="prior: the proposition predicts every member; 0.9 leaves room for misidentified margin points",
              falsifier="the upper end of the 95% interval of the sign agreement with the margin points' label sum is 0.9 or more (consistent with the proposition's 'every network')")
 ledger.below("p42-sign-ocs", "Prop. 4.2", f"sign(b) = sign of the OCS (majority class): upper end of the 95% interval over {Eb} members",

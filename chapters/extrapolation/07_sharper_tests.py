@@ -207,7 +207,9 @@ plt.close(fig)
 # OCS; under blur it *falls* as the shift grows (its change from clean to the strongest blur is at
 # most {glue:text}`ocs7-t-change:.3f`, upper end of two standard errors, worst network type;
 # `imb-t-falls`; under contrast reduction it hardly moves for the networks trained without the
-# recipe, see the table above), and at the strongest shift it is at most
+# recipe, see the table above; with 3 times the epochs, in the budget sweep (an earlier version of this page),
+# $t$ still falls on seed 0 but *rises* on seed 1, by 0.364, so the row qualifies the hypothesis
+# rather than contradicts it), and at the strongest shift it is at most
 # {glue:text}`ocs7-t5-max:.3f` (the same bound, worst type and shift), so the predictions end closer
 # to the uniform distribution than to the OCS. (Being
 # closer to uniform at the strongest shift is not claimed on its own: on balanced test images it
@@ -250,9 +252,11 @@ ledger.above("imb-kl-falls", "Sec. 3.2 / App. B.3", f"imbalanced labels: mean KL
              proxy=True, origin=PILOT + "; networks per type raised from 5 to 10 after it failed on a seed beyond 0-4",
              falsifier="for some net type and shift the mean per-sample KL to the OCS at severity 5 is not below its clean value by 2 SE")
 ledger.below("imb-t-falls", "Sec. 3.1", f"imbalanced labels, blur: t (>0: nearer the OCS than uniform) at sev 5 minus at sev 0, worst net type ({HI})",
-             "predictions approach the OCS (contradicted)", t_change, 0.0, fmt=".3f", bearing="contradicts",
+             "predictions approach the OCS (contradicted at x1; qualified: at 3 x the epochs t rises on seed 1, 0.364)",
+             t_change, 0.0, fmt=".3f", bearing="qualifies",
              **{**IMB, "origin": "after-seeds: replaces imb-closer-to-uniform (t < 0 at sev 5) after review; restricted to "
-                                 "blur after seed 0 showed t nearly unchanged under contrast for the plain networks"},
+                                 "blur after seed 0 showed t nearly unchanged under contrast for the plain networks; "
+                                 "bearing qualifies after the budget sweep (x3, seed 1: 0.364, FAIL)"},
              falsifier="under blur some net type's t at severity 5 is not below its clean value by 2 SE (the predictions do not move towards uniform rather than the OCS)")
 ledger.above("imb-mean-away", "Sec. 3.1", f"imbalanced labels: KL(mean prediction || OCS), sev 5 minus sev 0, worst net type and shift ({LO})",
              "predictions approach the OCS (contradicted)", away, 0.0, fmt=".3f", bearing="contradicts", **IMB,
@@ -496,7 +500,9 @@ plt.close(fig)
 # with the full recipe the KL at severity 5 is not reliably above its clean value: a first version
 # of this page claimed that it is (`recipe-nll-away`), and the claim failed on seed 2; it now claims
 # the rise from severity 2 (`recipe-nll-rises`), i.e. that the distance does not keep falling at
-# strong shifts. The best-validation
+# strong shifts. That holds at this training length only: with 3 times the epochs, in
+# the budget sweep (an earlier version of this page), the rise is still there on seed 0 (0.217) and gone on seed 1
+# (-0.011), so `recipe-nll-rises` qualifies Fig. 3 rather than contradicts it. The best-validation
 # checkpoint changes little here because the validation loss is still falling at the last epoch
 # for most networks (kept epochs printed above).
 #
@@ -525,8 +531,10 @@ ledger.above("recipe-mse-rise", "Fig. 3 / App. B.2", f"rewards, weight decay and
                        "severity 2 by 2 SE (the U is gone under weight decay at this length)")
 nll_late = dmean["MLP", "Gaussian NLL", "paper"][:, -1] - dmean["MLP", "Gaussian NLL", "paper"][:, 2]
 ledger.above("recipe-nll-rises", "Fig. 3 / App. B.2", f"Gaussian NLL MLP, paper's recipe: KL sev 5 minus sev 2, mean of the shifts ({LO})",
-             "distance falls (contradicted)", lb(nll_late), 0.0, fmt=".3f", bearing="contradicts",
-             **{**RECIPE, "origin": "after-seeds: replaces recipe-nll-away (sev 5 above clean), which failed on seed 2"},
+             "distance falls (contradicted at x1; qualified: at 3 x the epochs the rise is gone on seed 1, -0.011)",
+             lb(nll_late), 0.0, fmt=".3f", bearing="qualifies",
+             **{**RECIPE, "origin": "after-seeds: replaces recipe-nll-away (sev 5 above clean), which failed on seed 2; "
+                                    "bearing qualifies after the budget sweep (x3, seed 1: -0.011, FAIL)"},
              falsifier="under the paper's recipe the Gaussian MLP's KL at severity 5 is not above its value at severity 2 by 2 SE")
 ledger.below("recipe-nll-sigma", "Fig. 2 / App. B.2", f"Gaussian NLL MLP, paper's recipe: log std ratio sev 5 / sev 0, mean of the shifts ({HI})",
              "predicted variance increases (contradicted)", ub(nll_sigma), 0.0, fmt=".2f",

@@ -239,9 +239,10 @@ glue("ocs10-n-nets", len(pooled_rho), display=False)
 SQ = dict(proxy=True, origin="after-seeds: designed after a scratch run of seed 0; thresholds are 'no effect'")
 at_c = max(ub(np.log(fac[arm]["to_c"] / fac[arm]["d_flat"])) for arm in ((RW, "default", "short"), (OH3, "default", "short")))
 glue("ocs10-at-c", float(np.exp(at_c)), display=False)
-ledger.below("sq-at-own-constant", "Sec. 4.1", "default bias, short, rewards and one-hot + 3 (constants far from the OCS): log(|f(flat) - c|^2 / |f(flat) - OCS|^2), the worse "
+ledger.below("sq-at-own-constant", "Sec. 4.1", "default bias, short, rewards and one-hot + 3 (constants far from the OCS): log ratio $\\log(|f(\\mathrm{flat})-c|^2/|f(\\mathrm{flat})-\\mathrm{OCS}|^2)$, the worse "
              f"({HI})", "outputs dominated by the accumulated constants", at_c, 0.0, fmt=".2f", items="mechanism",
-             bearing="supports", **SQ,
+             bearing="qualifies", **{**SQ, "origin": SQ["origin"] + "; bearing qualifies after the budget sweep (x3, "
+                                                                  "seeds 0-1: 0.07, 0.26, FAIL)"},
              falsifier="for the reward or the one-hot + 3 networks the predictions on flat images are not closer to their own constant f(0) than to the OCS by 2 SE")
 ledger.above("sq-offset-away", "Sec. 3.1", f"one-hot + {OFFSET:g}, default bias, short: log rho ({LO})",
              "predictions revert to the OCS", lb(F[OH3, "default", "short"]), 0.0, fmt=".2f", items="hypothesis",
@@ -275,7 +276,11 @@ ledger.below("sq-onehot-reverts", "Fig. 3", "one-hot targets (offset 0): log rho
 # constant $c=f(0)$ (the last column of the table is small against the distances to the OCS of the
 # offset families): where $c$ is far from the OCS, the blurred predictions are much closer to $c$
 # than to the OCS (squared distance to $c$ at most {glue:text}`ocs10-at-c:.2f` of the distance to
-# the OCS, upper end of two standard errors; `sq-at-own-constant`). Over all arms, how far those
+# the OCS, upper end of two standard errors; `sq-at-own-constant`). That is a statement about
+# this training length: with 3 times the epochs, in the budget sweep (an earlier version of this
+# page, seeds 0 and 1), the log ratio is 0.07 and 0.26, above 0, so the blurred predictions are no
+# longer closer to $c$ than to the OCS (longer training moves $c$); the row qualifies Sec. 4.1's
+# mechanism rather than supports it. Over all arms, how far those
 # predictions are from the OCS follows how far $c$ is from it (rank correlation over the
 # {glue:text}`ocs10-n-nets` networks: {glue:text}`ocs10-rho-c:.2f` on this seed; reported, not
 # claimed: within an arm the networks differ by noise). With one-hot targets, whose OCS is near

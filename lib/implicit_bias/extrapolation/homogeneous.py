@@ -450,3 +450,35 @@ def margin_bound_term(weights: Sequence[torch.Tensor], X: torch.Tensor, y: torch
     gamma = (y * forward(weights, X)).min(-1).values
     width = max(max(W.shape[-2], W.shape[-1]) for W in weights)
     return X.norm() * spectral_complexity(weights) * math.log(width) / (gamma * X.shape[0])
+
+
+def plot_rank_against_depth(axes: Sequence, depths: Sequence[int], rho_bar: dict[int, torch.Tensor], c_mean: float,
+                            s_ratio: torch.Tensor, L_max: int, shallow_depth: int = 2) -> None:
+    """Lemma D.4's figure on two axes: left, the measured mean spectral-to-Frobenius ratio
+    $\\bar\\rho_L$ against depth (mean and std over members) with the bound as printed and as the
+    proof gives it (:func:`lemma_d4_bound`, witness constant ``c_mean``); right, $s_k/s_1$
+    (``s_ratio``: k x members x middle layers) across the middle layers of the depth-``L_max`` networks."""
+    import matplotlib.pyplot as plt
+    import numpy as np
+
+    from .. import plotting
+
+    axes[0].errorbar(np.array(depths), [float(rho_bar[L].mean()) for L in depths],
+                     yerr=[float(rho_bar[L].std()) for L in depths], marker="o", color=plotting.color(0),
+                     label=r"measured $\bar\rho_L$")
+    Lg = np.arange(3, 65)
+    for i, (form, label) in enumerate((("statement", "bound as stated"), ("proof", "bound the proof gives"))):
+        axes[0].plot(Lg, [lemma_d4_bound(int(L), shallow_depth, c_mean, form) for L in Lg], color=plotting.color(i + 1),
+                     ls="--", label=label)
+    axes[0].axhline(1 / math.sqrt(2), color="grey", lw=0.8)
+    axes[0].set(xscale="log", xlabel="depth L", ylabel=r"$\bar\rho_L=\frac{1}{L}\sum_i \|W_i\|_{op}/\|W_i\|_F$",
+                ylim=(0.4, 1.02))
+    ticks = [2, 4, 8, 16, 32, 64]
+    axes[0].set_xticks(ticks, [str(t) for t in ticks])
+    axes[0].xaxis.set_minor_formatter(plt.NullFormatter())  # no overlapping minor labels on the log axis
+    axes[0].legend(loc="lower right")
+    for k in range(s_ratio.shape[0]):
+        axes[1].plot(np.arange(2, L_max), s_ratio[k].mean(0).numpy(), marker="o", color=plotting.color(k),
+                     label=f"$s_{k + 1}/s_1$")
+    axes[1].set(xlabel=f"layer i (depth {L_max})", ylabel="singular value ratio", ylim=(0, 1.05))
+    axes[1].legend()
