@@ -339,8 +339,10 @@ ledger.above("intercept-above-jacobian", "Thm 3", f"intercept of the line minus 
 # paper's measure they are fitting rank-underestimating minima. The certificate's change falls from
 # 0.3-1.6% (depth 9) and 0.5-1.5% (depth 12) at this budget to at most 0.14% at three times the steps
 # (depth 16: 0.1-1.0%, then 0.4-1.1%). The central budget sweep agrees
-# ({doc}`robustness page </book/robustness>`; its x3 runs, seeds 0 and 1, read every network that
-# fits, before this page filtered by the certificate): every end-state row keeps its verdict at x3
+# (its x3 runs on seeds 0 and 1, committed in `book/data/budget_sweep.json`, were made on the
+# version of this page before the specialist review, which read every network that fits, certified
+# or not; the robustness page lists this page as not yet swept in its current version): every
+# end-state row keeps its verdict at x3
 # except `no-fitting-underestimate`, which fails on seed 0 (two networks); the slope of the rank-3
 # range moves down, to 2.65 and 2.64 ({glue:text}`bn2-slope` here; 2.41-3.00 over seeds 0-4 at this budget), still
 # within 0.75 of 3; and the decay of the extra singular values steepens (`thm6-s-next-falls`:
