@@ -102,8 +102,10 @@ S1, S2 = ex.RANK_ONE_SPEED, ex.RANK_TWO_SPEED
 # (The paper's, in outline.) Rank-one layers can only represent one-neuron functions, so the
 # rank-one case reduces to the width-one network $\pm\sigma(w_\phi\cdot x)$ with
 # $w_\phi=(\cos\phi,\sin\phi)$, whose speed is Eq. (6) below, maximal at $\phi\in\frac\pi4\mathbb Z$.
-# The network of Eq. (2) computes $\pm\frac14\sigma(|x_1|-|x_2|)$, which is $\frac14$ on the four
-# axis points ($G=+1$) and 0 on the diagonal ones.
+# The network of Eq. (2) computes $\pm\frac14\sigma(|x_1|-|x_2|)$, which is $\pm\frac14$ on the
+# two axis points $(\pm1,0)$ ($j=2,6$, where $G=+1$) and 0 on the other six: on $(0,\pm1)$, where
+# $G=+1$ too, $|x_1|-|x_2|=-1$, and on the diagonal ones $|x_1|=|x_2|$. So
+# $\lvert\mathcal L_0\rvert=2\cdot\frac14=\frac12$.
 # ```
 #
 # With the literal conventions ($\mathcal L_0=\operatorname{Tr}[G^\top Y]$, speed

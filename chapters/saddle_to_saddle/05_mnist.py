@@ -208,14 +208,14 @@ level2 = float(np.nanmedian([s.loss_first_drop for s in s6])) if any(s.k_first_d
 for key, val in {"origin-min": f"{origin6.min():.2f}", "origin-max": f"{origin6.max():.2f}", "n-left": len(left),
                  "level2": f"{level2:.2f}", "control-runs": P["control_runs"]}.items():
     glue(f"sts5-{key}", val, display=False)
-ledger.holds("origin-plateau", "Fig. 1(a)", "every depth-6 run sits at the initial loss log 10 for at least 10% of the "
-             "run (shortest plateau at the origin as a share of the run; largest relative gap of its level to log 10)"
+ledger.holds("origin-plateau", "Fig. 1(a)", "every depth-6 run sits at the initial loss $\\log 10$ for at least 10% of the "
+             "run (shortest plateau at the origin as a share of the run; largest relative gap of its level to $\\log 10$)"
              + ON, "a plateau at the saddle at the origin", f"{origin6.min():.2f}; {level_dev:.1e}",
              bool(origin6.min() >= 0.1 and level_dev <= 0.01), tolerance=">= 0.1; <= 0.01", items="fig1",
              bearing="supports", proxy=not real, value=float(origin6.min()), lo=0.1, vtol=CHAOTIC,
              origin="prior: chapter 4's threshold, kept before this page's first run",
              falsifier="a depth-6 run whose plateau at the origin lasts less than 10% of the run, or sits more than 1% "
-                       "from log 10")
+                       "from $\\log 10$")
 ledger.above("runs-leave-origin", "setup", "share of the depth-6 runs that leave the origin within the budget" + ON,
              "-", len(left) / len(s6), 0.5, fmt=".2f", items="fig1", bearing="control",
              origin="after-seeds: the step (thirty times the paper's) was chosen on pilot runs on seeds 0-4 so that "
@@ -223,7 +223,7 @@ ledger.above("runs-leave-origin", "setup", "share of the depth-6 runs that leave
 large_origin = max(s.origin_share for s in sL)
 large_deep = min(s.deep_final for s in sL)
 ledger.holds("large-init-control", "Fig. 1, negative control", "from the usual initial scale there is no plateau at "
-             "the origin and the deep layers stay far from rank one (longest origin plateau; smallest final deep s2/s1)"
+             "the origin and the deep layers stay far from rank one (longest origin plateau; smallest final deep $s_2/s_1$)"
              + ON, "-", f"{large_origin:.2f}; {large_deep:.2f}", bool(large_origin == 0.0 and large_deep > 0.5),
              tolerance="0; > 0.5", items="fig1", bearing="control", value=large_deep, lo=0.5,
              origin="prior: chapter 4's control")
@@ -256,20 +256,20 @@ for key, val in {"rank1-share": f"{int(rank1.sum())} of {len(left)}", "init-rati
                  "w1-minus-deep": f"{np.median(w1_esc - deep_esc):.2f}" if len(left) else "nan"}.items():
     glue(f"sts5-{key}", val, display=False)
 ledger.above("rank-one-escape", "Fig. 1(b), Thm. 3.1", "share of the depth-6 runs that left the origin whose layers 4-6 "
-             "have s2/s1 <= 0.3 (mean over the layers) at the escape checkpoint" + ON,
+             "have $s_2/s_1\\le0.3$ (mean over the layers) at the escape checkpoint" + ON,
              "one dominant singular value in every layer after the first escape", rank1_share, 0.5, fmt=".2f",
              items=["fig1", "fig3"], bearing="qualifies", proxy=not real, vtol=CHAOTIC,
              origin="after-seeds: pilots on seeds 0-4 (8 runs each) had 3 to 8 of 8 rank-one escapes, so a median over "
                     "runs (chapter 4's statistic) failed on seed 2; restated as a share over 16 runs",
-             falsifier="at most half of the runs that left the origin with mean s2/s1 of W_4..W_6 at most 0.3 at the "
+             falsifier="at most half of the runs that left the origin with mean $s_2/s_1$ of $W_4,\\dots,W_6$ at most 0.3 at the "
                        "escape checkpoint")
 ledger.above("deeper-more-rank-one", "Fig. 1(b), Fig. 3", "... and the first layer is less rank one than layers 4-6 "
-             "(median over those runs of s2/s1(W_1) minus the mean s2/s1 of W_4..W_6 at the escape checkpoint)" + ON,
+             "(median over those runs of $s_2/s_1(W_1)$ minus the mean $s_2/s_1$ of $W_4,\\dots,W_6$ at the escape checkpoint)" + ON,
              "particularly pronounced in layers 4-6", float(np.median(w1_esc - deep_esc)) if len(left) else float("nan"),
              0.1, fmt=".2f", items=["fig1", "fig3"], bearing="supports", proxy=not real, vtol=CHAOTIC,
              origin="after-seeds: chapter 4's threshold (0.1), kept; the checkpoint (the escape checkpoint instead of "
                     "chapter 4's end of the first drop) was chosen after pilot runs on seeds 0-4",
-             falsifier="a median excess of s2/s1(W_1) over the mean of W_4..W_6 of 0.1 or less at the escape checkpoint")
+             falsifier="a median excess of $s_2/s_1(W_1)$ over the mean of $W_4,\\dots,W_6$ of 0.1 or less at the escape checkpoint")
 
 # %% [markdown]
 # ## On the second plateau, and after it (Section 5, Figure 1(c))
@@ -322,22 +322,22 @@ for key, val in {"n-plateau": len(stay), "n-stay": len(kept), "plateau-ratio": f
     glue(f"sts5-{key}", val, display=False)
 ledger.holds("conj3-stays-rank-one", "Sec. 5 (3)", "of the runs rank one at the end of their first drop and "
              "still on the second plateau at the end by the loss curve (not a certified end state), the share whose "
-             "layers 4-6 are still rank one (mean s2/s1 <= 0.3) at the end (kept of such runs); their rank one formed "
+             "layers 4-6 are still rank one (mean $s_2/s_1\\le0.3$) at the end (kept of such runs); their rank one formed "
              "during the drop, not at an escape direction" + ON, "rank-one layers remain rank one until the next saddle",
              f"{len(kept)} of {len(stay)}", bool(len(stay) >= 4 and kept_share >= 0.75), tolerance=">= 0.75 of >= 4 runs",
              items="conj3", bearing="qualifies", proxy=not real, value=kept_share, lo=0.75, vtol=CHAOTIC,
              falsifier="fewer than 4 runs on the second plateau, or more than a quarter of them with mean "
-                       "s2/s1 of W_4..W_6 above 0.3 at the end",
-             origin="after-seeds: first the largest s2/s1 over such runs (<= 0.3, chapter 4's threshold), which failed on "
+                       "$s_2/s_1$ of $W_4,\\dots,W_6$ above 0.3 at the end",
+             origin="after-seeds: first the largest $s_2/s_1$ over such runs (<= 0.3, chapter 4's threshold), which failed on "
                     "seed 1 (one run of ten at 0.41, starting its next escape); 'on the second plateau' replaced "
                     "chapter 4's 'final loss >= 1.6', which counted runs still at the origin")
 ledger.above("second-direction", "Fig. 1(c)", "at thirty times the paper's step, runs that left the origin rank one "
-             "(deep s2/s1 <= 0.3 at the escape "
+             "(deep $s_2/s_1\\le0.3$ at the escape "
              "checkpoint) and are below loss 1.6 at the end (under the second plateau) have gained a second direction "
-             "in layers 4-6 (smallest mean s2/s1 of W_4..W_6 at the end over such runs; NaN if none)" + ON,
+             "in layers 4-6 (smallest mean $s_2/s_1$ of $W_4,\\dots,W_6$ at the end over such runs; NaN if none)" + ON,
              "a second singular value by the end of training", second_min, 0.4, fmt=".2f", items="fig1",
              bearing="qualifies", proxy=not real, vtol=CHAOTIC,
-             falsifier="a run that left the origin rank one and got below loss 1.6 with mean s2/s1 of W_4..W_6 below "
+             falsifier="a run that left the origin rank one and got below loss 1.6 with mean $s_2/s_1$ of $W_4,\\dots,W_6$ below "
                        "0.4 at the end",
              origin="after-seeds: pilots on seeds 0-4 (8 runs, 6000 steps) gave 0.54-0.75; 1.6 is chapter 4's level; "
                     "restricted to rank-one escapes in review (runs that left the origin along two directions do not "
@@ -395,25 +395,10 @@ for r in range(P["runs4"]):
     ax.plot(deep4.spectra_steps, deep4.loss_curve[r].numpy(), color=plotting.color(1), lw=0.8, alpha=0.6)
 ax.plot([], [], color=plotting.color(0), label="depth 6")
 ax.plot([], [], color=plotting.color(1), label="depth 4")
-k_end = len(steps6) - 1
-if row0.k_escape is not None:
-    ax.axvline(steps6[row0.k_escape], color="k", ls=":", lw=0.8)
-ax.axvline(steps6[k_end], color="k", ls="--", lw=0.8)
-ax.set(xlabel="SGD step", ylabel="training loss (probe set)")
-ax.legend(fontsize=7)
-training.checkpoint_spectra_panels(deep6, r0, ((axes[1], row0.k_escape, "escape checkpoint"),
-                                              (axes[2], k_end, "last step")))
-axes[1].legend(fontsize=6, ncol=2)
-glue("sts5-fig-loss", fig, display=False)
-plt.close(fig)
-
-
-fig = training.layer_spectra_figure(deep6, r0, 6)
-glue("sts5-fig-spectra", fig, display=False)
-plt.close(fig)
-fig = training.layer_spectra_figure(deep4, 0, 4)
-glue("sts5-fig-depth4", fig, display=False)
-plt.close(fig)
+fig_spectra, fig_depth4 = training.finish_figure1(axes, deep6, deep4, r0, row0.k_escape, "escape checkpoint")
+for key, one_fig in (("loss", fig), ("spectra", fig_spectra), ("depth4", fig_depth4)):
+    glue(f"sts5-fig-{key}", one_fig, display=False)
+    plt.close(one_fig)
 glue("sts5-r0", r0, display=False)
 
 # %% [markdown]

@@ -40,7 +40,7 @@
 #   direction at the end of the plateau always has rank-one layers and is much faster than from
 #   $\alpha=1$, but it is not reliably an escape direction, nor reliably in the basin of the best
 #   one: on this draw {glue:text}`sts6-n-near` of {glue:text}`sts6-n-small` small starts are near
-#   an escape direction, and other draws differ.
+#   an escape direction, and other draws differ (seeds 0-4: {doc}`robustness page </book/robustness>`).
 # - **The step matters.** The chapter uses three times the paper's step (the paper's own would
 #   need three times as many steps). At ten times the paper's step, the step of
 #   {doc}`04_saddle_to_saddle_training`, runs from $\alpha=10^{-2}$ and $10^{-8}$ often freeze at

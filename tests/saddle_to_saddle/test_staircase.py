@@ -61,3 +61,22 @@ def test_neuron_imbalance_drifts_like_eta_squared() -> None:
     D = staircase.neuron_imbalance(W0)
     assert D.shape == (1, 2, 8)
     assert math.isclose(float(D[0, 0, 0]), float(W0[1][0, :, 0].pow(2).sum() - W0[0][0, 0].pow(2).sum()))
+
+
+
+def test_junction_imbalance_drift_says_where_the_drift_is() -> None:
+    """Junction by junction: the largest change of a neuron's imbalance over that layer's mean squared
+    incoming norm; zero where nothing moved, and its largest change is the older statistic's."""
+    g = torch.Generator().manual_seed(1)
+    W0 = models.gaussian_weights([5, 8, 8, 8, 3], 0.3, (2,), generator=g, dtype=torch.float64)
+    assert torch.all(staircase.junction_imbalance_drift(W0, W0) == 0)
+    Ws = [W.clone() for W in W0]
+    Ws[3] = 3 * Ws[3]                   # only the output layer moves: only the last junction drifts
+    d = staircase.junction_imbalance_drift(W0, Ws)
+    assert d.shape == (2, 3)
+    assert torch.all(d[:, :2] == 0) and torch.all(d[:, 2] > 0)
+    change = (staircase.neuron_imbalance(Ws) - staircase.neuron_imbalance(W0)).abs().amax(-1)     # (2, 3)
+    scale = torch.stack([W.pow(2).sum(-1).mean(-1) for W in Ws[:-1]], -1)
+    assert torch.allclose(d, change / scale)
+    older = staircase.relative_imbalance_drift(W0, Ws) * scale.mean(-1)
+    assert torch.allclose(change.amax(-1), older)

@@ -113,6 +113,18 @@ def relative_imbalance_drift(before: Sequence[torch.Tensor], after: Sequence[tor
     return change / scale
 
 
+def junction_imbalance_drift(before: Sequence[torch.Tensor], after: Sequence[torch.Tensor]) -> torch.Tensor:
+    """Weak balancedness junction by junction: for the hidden layer between ``W_l`` and
+    ``W_{l+1}`` (``l = 1..L-1``), the largest change of a neuron's imbalance
+    ``||W_{l+1}[:, i]||^2 - ||W_l[i, :]||^2`` between ``before`` and ``after``, over the mean
+    squared norm of that layer's incoming weights ``||W_l[i, :]||^2`` at ``after``: shape
+    ``(..., L-1)``. Unlike :func:`relative_imbalance_drift`, which keeps only the largest change
+    over all junctions, this says where the drift happens."""
+    change = (neuron_imbalance(after) - neuron_imbalance(before)).abs().amax(-1)
+    scale = torch.stack([W.pow(2).sum(-1).mean(-1) for W in after[:-1]], -1)
+    return change / scale
+
+
 def _runs(mask: list[bool]) -> list[tuple[int, int]]:
     """Maximal runs ``[i, j)`` of True."""
     out, start = [], None

@@ -367,3 +367,26 @@ def checkpoint_spectra_panels(result: RunResult, run: int, panels: Sequence[tupl
         ax.set_yscale("log")
         ax.set(xlabel="index $i$", ylabel="$s_i(W_\\ell)$")
         ax.set_title(title, fontsize=8)
+
+
+def finish_figure1(axes: Sequence[Any], deep6: RunResult, deep4: RunResult, run: int, escape_k: int | None,
+                   escape_title: str) -> tuple[Any, Any]:
+    """Finish the paper's Figure 1 at a page's scale, shared by the digits and MNIST pages.
+
+    ``axes[0]`` already holds the loss curves: this marks the escape checkpoint ``escape_k``
+    (dotted; none when None) and the last recorded step (dashed), labels it, and draws on
+    ``axes[1]`` and ``axes[2]`` the spectra of every layer of depth-6 run ``run`` at those two
+    checkpoints (:func:`checkpoint_spectra_panels`, the first titled ``escape_title``). Returns the
+    per-layer spectra figures (:func:`layer_spectra_figure`) of that depth-6 run and of the first
+    depth-4 run, for the page to glue and close."""
+    ax = axes[0]
+    steps = deep6.spectra_steps
+    k_end = len(steps) - 1
+    if escape_k is not None:
+        ax.axvline(steps[escape_k], color="k", ls=":", lw=0.8)
+    ax.axvline(steps[k_end], color="k", ls="--", lw=0.8)
+    ax.set(xlabel="SGD step", ylabel="training loss (probe set)")
+    ax.legend(fontsize=7)
+    checkpoint_spectra_panels(deep6, run, ((axes[1], escape_k, escape_title), (axes[2], k_end, "last step")))
+    axes[1].legend(fontsize=6, ncol=2)
+    return layer_spectra_figure(deep6, run, 6), layer_spectra_figure(deep4, 0, 4)
