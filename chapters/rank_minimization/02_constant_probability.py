@@ -81,7 +81,7 @@ import torch
 from myst_nb import glue
 
 from implicit_bias import plotting, spectra
-from implicit_bias.rank_minimization import two_neuron as tn
+from implicit_bias.rank_minimization import constant_probability as cp, two_neuron as tn
 from implicit_bias.chapter import start_chapter
 from implicit_bias.claims import Ledger
 
@@ -176,16 +176,8 @@ th_d = math.pi / 2 + 0.01 + (math.pi / 2 - 0.02) * torch.rand(nd, generator=gen,
 psi_d = 0.2 + (math.pi - 0.4) * torch.rand(nd, generator=gen, dtype=D)
 Xd, Yd = tn.datasets_with_angles(th_d, psi_d, gen)
 Xs, Ys, th_s = Xd.repeat_interleave(ni, 0).to(dev), Yd.repeat_interleave(ni, 0).to(dev), th_d.repeat_interleave(ni)
-sweep = {}
-for kind, zero_v in (("thm3", True), ("paper", False)):
-    Wi, Vi = tn.paper_init(nd * ni, 1e-4, gen, zero_v=zero_v)
-    Wi, Vi = Wi.to(dev), Vi.to(dev)
-    sim = tn.simulate(Wi, Vi, Xs, Ys, lr=P["sweep_lr"], steps=P["sweep_steps"])
-    c0 = tn.region_codes(Wi, Xs).cpu()
-    c1 = tn.region_codes(sim.W, Xs).cpu()
-    sweep[kind] = dict(sim=sim, W0=Wi, V0=Vi, init_split=tn.is_split(c0), end_split=tn.is_split(c1) & sim.converged.cpu(),
-                       conv=sim.converged.cpu(), sr=tn.stable_rank_2x2(sim.W).cpu(),
-                       angle=tn.row_angle(sim.W).cpu())
+sweep = {kind: cp.sweep_runs(Xs, Ys, zero_v, gen, lr=P["sweep_lr"], steps=P["sweep_steps"])  # Theorem 3's, the paper's
+         for kind, zero_v in (("thm3", True), ("paper", False))}
 
 ideal_s = tn.ideal_stable_rank(th_s)
 A = sweep["thm3"]
@@ -200,29 +192,18 @@ print(f"Theorem-3 initialisation: {int(m_split.sum())} runs start split; converg
 
 # Lemma 6 on runs that end split (exact intervals, no tolerance: Lemma 7 holds exactly for GD too);
 # Theorem 2 on all converged runs
-lem6_used, lem6_low, lem6_norm, lem6_out, ratio_all = [], [], [], [], []
-lem6_viol = 0
+lem6, ratio_all = {}, []
 for kind, S in sweep.items():
-    r0 = S["W0"].cpu().norm(dim=-1)                                     # ||w_i(0)||, (runs, 2)
-    lo6, hi6 = tn.lemma6_angle_interval(th_s, r0.max(-1).values)
-    es, ang = S["end_split"], S["angle"]
-    lem6_used.append(float(((ang - th_s) / (hi6 - th_s))[es].max()))     # share of the lemma's slack used (< 1)
-    lem6_low.append(float((ang - lo6)[es].min()))                        # >= 0
-    nlo, nhi = tn.lemma6_norm_interval(th_s, r0)
-    nrm = S["sim"].W.cpu().norm(dim=-1)
-    lem6_norm.append(float(torch.minimum(nrm - nlo, nhi - nrm)[es].min()))
-    bad6 = (ang < lo6) | (ang >= hi6) | ((nrm <= nlo) | (nrm >= nhi)).any(-1)
-    lem6_viol += int(bad6[es].sum())
-    ends_S = S["conv"] & ~es
-    lem6_out.append(float(((ang < lo6) | (ang >= hi6))[ends_S].double().mean()))
+    L6 = lem6[kind] = cp.lemma6_check(S["W0"], S["sim"].W, S["angle"], S["end_split"], S["conv"], th_s)
     svs = spectra.singular_values(S["sim"].W.cpu())
     ratio_all.append(float((svs[:, 1] / svs[:, 0])[S["conv"]].min()))
-    S["below_cf"] = float(((S["sr"] - ideal_s)[ends_S] < -0.05).double().mean())
+    S["below_cf"] = float(((S["sr"] - ideal_s)[S["conv"] & ~S["end_split"]] < -0.05).double().mean())
     print(f"{kind:5s} init: converged {float(S['conv'].double().mean()):.3f}; runs ending split: largest share of "
-          f"Lemma 6's angle slack used {lem6_used[-1]:.3f}, margins to the lower angle end {lem6_low[-1]:.3f} and "
-          f"to the norm interval {lem6_norm[-1]:.3f}; converged runs ending with a neuron in S outside the angle "
-          f"interval: {lem6_out[-1]:.2f}, with srank more than 0.05 below 2/(1+|cos theta|): {S['below_cf']:.2f}; "
+          f"Lemma 6's angle slack used {L6['used']:.3f}, margins to the lower angle end {L6['low']:.3f} and "
+          f"to the norm interval {L6['norm']:.3f}; converged runs ending with a neuron in S outside the angle "
+          f"interval: {L6['outside_S']:.2f}, with srank more than 0.05 below 2/(1+|cos theta|): {S['below_cf']:.2f}; "
           f"min s2/s1 {ratio_all[-1]:.1e}")
+lem6_used, lem6_out, lem6_viol = ([L6[k] for L6 in lem6.values()] for k in ("used", "outside_S", "violations"))
 
 thr = 1.05
 theta_star = math.pi - math.acos(2 / thr - 1)  # 2/(1+|cos theta|) = thr, cos theta < 0
@@ -246,12 +227,8 @@ for name, vals in (("srank cut-off", (1.02, 1.05, 1.1)), ("wide angle limit (deg
                    ("narrow angle limit (deg)", (125, 135, 145)), ("margin below split value", (0.02, 0.05, 0.1))):
     for v in vals:
         cut = v if name == "srank cut-off" else thr
-        wa = v if name.startswith("wide") else 160
-        na = v if name.startswith("narrow") else 135
-        mg_ = v if name.startswith("margin") else 0.05
-        fw = min(float((S["sr"] < cut)[(th_s > wa / DEG) & S["conv"]].double().mean()) for S in sweep.values())
-        fn = min(float(S["sr"][(th_s <= na / DEG) & S["end_split"]].min()) for S in sweep.values())
-        fs = min(float(((S["sr"] - ideal_s)[S["conv"] & ~S["end_split"]] < -mg_).double().mean()) for S in sweep.values())
+        fw, fn, fs = cp.claim_statistics(sweep, th_s, ideal_s, cut, v if name.startswith("wide") else 160,
+                                         v if name.startswith("narrow") else 135, v if name.startswith("margin") else 0.05)
         settings_rows.append((fw > 0.95, fn > cut, fs > 0.1))
         print(f"{name:25s} | {v:5g} | {fw:.3f} {'PASS' if fw > 0.95 else 'FAIL':4s}          | {fn:.3f} "
               f"{'PASS' if fn > cut else 'FAIL':4s}           | {fs:.2f} {'PASS' if fs > 0.1 else 'FAIL'}")
@@ -286,8 +263,8 @@ ledger.below("srank-theta", "Sec. 3", "split runs reach $\\mathrm{srank}(W) = 2/
 ledger.holds("lemma6-angle", "Lemma 6", "converged runs ending split: row angle inside Lemma 6's interval "
              "$[\\pi - \\theta, \\theta + 2\\arcsin(2r/\\sqrt3))$ and row norms inside its norm interval, no tolerance (count "
              "outside, both inits; largest share of the angle slack used in the measured column)", "always",
-             f"{lem6_viol} outside; slack used {max(lem6_used):.3f}", lem6_viol == 0, tolerance="0", items="lemma6",
-             bearing="verifies", value=lem6_viol, hi=0.5, origin="theory",
+             f"{sum(lem6_viol)} outside; slack used {max(lem6_used):.3f}", sum(lem6_viol) == 0, tolerance="0", items="lemma6",
+             bearing="verifies", value=sum(lem6_viol), hi=0.5, origin="theory",
              falsifier="a converged run ending split with its row angle or row norms outside Lemma 6's intervals")
 ledger.above("lemma6-control", "Lemma 6", "negative control: converged runs that end with a neuron in S (not "
              "covered by the lemma) fall outside its angle interval (fraction, smaller of the two inits)", "-",
@@ -307,9 +284,11 @@ ledger.above("wide-angle-low-rank", "Sec. 3", f"for $\\theta > 160^\\circ$, $P(\
              "not even approximately low rank", min(frac_wide.values()), 0.95, items="sec3-approx", bearing="qualifies",
              origin="after-seeds: 0.95 set after pilot runs of an earlier version, then checked on seeds 0-4",
              falsifier="fewer than 95% of the converged runs with theta > 160 deg end with stable rank below 1.05, under either initialisation")
+srank_floor = min(cp.lemma6_srank_floor(t / DEG, 1e-4, 101) for t in np.linspace(90.5, 135, 10))
+glue("rankp-lem6-floor", f"{srank_floor:.2f}", display=False)
 ledger.above("narrow-angle-not-low", "Lemma 6", "for $\\theta\\le 135^\\circ$ no converged run ending split has srank "
-             "below 1.05 (Lemma 6's floor there is about 1.12)", "bounded away from 1", min(min_narrow_split.values()),
-             thr, items=["lemma6", "sec3-approx"], bearing="supports", origin="prior: the cut-off of the reading guide",
+             f"below 1.05 (the floor that Lemma 6's intervals imply there is {srank_floor:.2f})", "bounded away from 1",
+             min(min_narrow_split.values()), thr, items="lemma6", bearing="verifies", origin="prior: the cut-off of the reading guide",
              falsifier="a converged run ending split with theta <= 135 deg and stable rank below 1.05")
 ledger.above("ends-in-S-lower", "Sec. 3", "converged runs ending with a neuron in S (covered by no theorem): "
              "fraction with srank more than 0.05 below the split value $2/(1+|\\cos\\theta|)$ (smaller of the two inits)",
@@ -339,25 +318,11 @@ ledger.above("ends-in-S-lower", "Sec. 3", "converged runs ending with a neuron i
 # closer to rank 1 than the split value: at least {glue:text}`rankp-below-cf` of them end more
 # than 0.05 below $2/(1+|\cos\theta|)$, and the lowest converged run with $\theta\le135^\circ$
 # has stable rank {glue:text}`rankp-min-narrow`, where Lemma 6 keeps runs that end split above
-# 1.12.
+# {glue:text}`rankp-lem6-floor`.
 
 # %%
 fig, axes = plotting.subplots(2, height=3.0, sharey=True)
-tt = np.linspace(90, 180, 400)
-for ax, kind, title in ((axes[0], "thm3", r"Theorem 3 init ($v(0)=0$)"), (axes[1], "paper", "paper's init")):
-    S = sweep[kind]
-    start_split = S["conv"] & S["init_split"]
-    later_split = S["end_split"] & ~S["init_split"]
-    ends_S = S["conv"] & ~S["end_split"]
-    for j, (sel, label) in enumerate(((start_split, "starts and ends split"), (later_split, "ends split, other start"),
-                                      (ends_S, r"ends with a neuron in $\mathcal{S}$"))):
-        ax.scatter(th_s[sel] * DEG, S["sr"][sel], s=3 if j == 0 else 5, color=plotting.color((0, 2, 1)[j]), label=label)
-    ax.plot(tt, 2 / (1 + np.abs(np.cos(tt / DEG))), color="k", lw=1, label=r"$2/(1+|\cos\theta|)$")
-    ax.axhline(thr, color="k", ls=":", lw=1)
-    ax.set_xlabel(r"input angle $\theta$ (degrees)")
-    ax.set_title(title)
-axes[0].set_ylabel("stable rank of $W$ at the end")
-axes[0].legend(loc="upper right", markerscale=3, fontsize=7)
+cp.plot_srank_against_angle(axes, sweep, th_s, thr)
 glue("rankp-fig-theta", fig, display=False)
 plt.close(fig)
 
@@ -399,34 +364,16 @@ plt.close(fig)
 # $\mathbf v_i(0)^\top\mathbf y_i<0$ for some neuron, which Lemmas 11-12 do not cover.
 
 # %%
-def trajectory_checks(W0_: torch.Tensor, V0_: torch.Tensor, X_: torch.Tensor, Y_: torch.Tensor) -> dict:
-    """Record runs and measure Lemmas 10-12 along them (neuron i serves the input it is active on)."""
-    tr = tn.simulate(W0_, V0_, X_, Y_, lr=P["sweep_lr"], steps=P["sweep_steps"], check_every=P["traj_every"],
-                     record=True)
-    TW, TV = tr.trace_W.cpu(), tr.trace_V.cpu()                       # (records, runs, 2, 2)
-    Xc_, Yc_ = X_.cpu(), Y_.cpu()
-    phi = TV @ torch.relu(TW @ Xc_) - Yc_                             # columns: phi_j
-    Lj = 0.5 * phi.pow(2).sum(-2)                                     # (records, runs, 2)
-    rise = float((Lj[1:] - Lj[:-1]).max())
-    xj, yj = tn.served_pairs(W0_.cpu(), Xc_, Yc_)                     # (runs, neuron, 2)
-    v = TV.transpose(-2, -1)                                           # (records, runs, neuron, 2)
-    cross = (v[..., 0] * yj[..., 1] - v[..., 1] * yj[..., 0]).abs()
-    off_span = float((cross[1:] / v[1:].norm(dim=-1).clamp(min=1e-300)).max())
-    p_ = (TW * xj).sum(-1)                                             # w_i . x_j over time
-    drop = float((p_[1:] - p_[:-1]).min())
-    return dict(rise=rise, off_span=off_span, drop=drop, runs=W0_.shape[0],
-                dropped_frac=float(((p_[1:] - p_[:-1]).min(0).values.min(-1).values < -1e-12).double().mean()))
-
-
-A = sweep["thm3"]
 idx_s = torch.nonzero(A["init_split"]).squeeze(-1)[: P["traj_runs"]]
-tc = trajectory_checks(A["W0"][idx_s.to(dev)], torch.zeros_like(A["W0"][idx_s.to(dev)]), Xs[idx_s.to(dev)],
-                       Ys[idx_s.to(dev)])
+traj = dict(lr=P["sweep_lr"], steps=P["sweep_steps"], every=P["traj_every"])
+tc = cp.lemmas10_12_along(A["W0"][idx_s.to(dev)], torch.zeros_like(A["W0"][idx_s.to(dev)]), Xs[idx_s.to(dev)],
+                          Ys[idx_s.to(dev)], **traj)
 B_ = sweep["paper"]
 _, yp = tn.served_pairs(B_["W0"].cpu(), Xs.cpu(), Ys.cpu())
 qp = (B_["V0"].cpu().transpose(1, 2) * yp).sum(-1)                    # v_i(0).y_j for the input neuron i serves
 idx_n = torch.nonzero(B_["init_split"] & (qp < 0).any(-1)).squeeze(-1)[: P["traj_runs"]]
-tn_ = trajectory_checks(B_["W0"][idx_n.to(dev)], B_["V0"][idx_n.to(dev)], Xs[idx_n.to(dev)], Ys[idx_n.to(dev)])
+tn_ = cp.lemmas10_12_along(B_["W0"][idx_n.to(dev)], B_["V0"][idx_n.to(dev)], Xs[idx_n.to(dev)], Ys[idx_n.to(dev)],
+                           **traj)
 print(f"v(0) = 0, {tc['runs']} split starts: largest rise of a per-sample loss {tc['rise']:.1e}; largest part of "
       f"v_i off span(y_i) {tc['off_span']:.1e}; smallest change of w_i.x_i between records {tc['drop']:.1e}")
 print(f"control, paper's init with some v_i(0).y_i < 0, {tn_['runs']} split starts: w_i.x_i decreases at some "
@@ -622,18 +569,11 @@ for ang, kap, n_near in P["near_pi"]:
     sp = tn.is_split(tn.region_codes(Wn, Xn))
     settled_n = sim_n.dead.cpu() | tn.stuck(sim_n.W.cpu(), sim_n.V.cpu(), Xn, Yn, 1e-12) | (sim_n.loss.cpu() < 1e-12)
     b_n = float(tn.thm3_probability_bound(ang / DEG))
-    ns_, ks_ = int(sp.sum()), int((En & sp).sum())
-    u_split = tn.binomial_interval(ks_, ns_, 0.99)[1]                  # one-sided 99.5%
-    # P(not split) = 1 - bound exactly, so the other starts enter through P(E | not split)
-    k_rest = int((En & ~sp).sum())
-    u_rest = (1 - b_n) * tn.binomial_interval(k_rest, n_near - ns_, 0.99)[1]
-    est = b_n * ks_ / ns_ + (1 - b_n) * k_rest / (n_near - ns_)
-    upper = b_n * u_split + u_rest
-    near_rows.append(dict(angle=ang, kappa=kap, n=n_near, bound=b_n, p=est, raw=float(En.double().mean()),
-                          dead=1 - ks_ / ns_, upper=upper, unsettled=int((sp & ~En & ~settled_n).sum())))
-    print(f"{ang:g} deg, kappa = {kap:g}, {n_near:,} runs ({ns_:,} start split): P(E) = {est:.4f} (raw frequency "
-          f"{near_rows[-1]['raw']:.4f}, its split share drawn at random) against the bound {b_n:.4f}; split starts that end outside E {1 - ks_ / ns_:.4f} of {ns_:,}; 99% upper limit of P(E) "
-          f"{upper:.4f}; {near_rows[-1]['unsettled']} of the lost split starts not settled")
+    est = cp.split_decomposed_estimate(En, sp, b_n, 0.99)  # P(split) = b_n exactly
+    near_rows.append(dict(est, angle=ang, kappa=kap, n=n_near, bound=b_n, unsettled=int((sp & ~En & ~settled_n).sum())))
+    print(f"{ang:g} deg, kappa = {kap:g}, {n_near:,} runs ({est['split']:,} start split): P(E) = {est['p']:.4f} (raw frequency "
+          f"{est['raw']:.4f}, its split share drawn at random) against the bound {b_n:.4f}; split starts that end outside E "
+          f"{est['dead']:.4f} of {est['split']:,}; 99% upper limit of P(E) {est['upper']:.4f}; {near_rows[-1]['unsettled']} of the lost split starts not settled")
 glue("rankp-near", "; ".join(f"{r['angle']:g} deg and $\\kappa={r['kappa']:g}$: $P(E)$ = {r['p']:.4f}, upper limit "
                              f"{r['upper']:.4f}, against the bound {r['bound']:.4f}, with {r['dead']:.3f} of the split "
                              "starts lost" for r in near_rows), display=False)
@@ -654,31 +594,7 @@ ledger.holds("thm3-near-pi-settled", "Thm 3 remark", "control for thm3-near-pi: 
 
 # %%
 fig, axes = plotting.subplots(2, height=3.0)
-xr = np.array([r if r > 0 else 0.003 for r in ratios])
-ax = axes[0]
-for g_ in range(G):
-    y = p3[g_] - bound[g_]
-    ax.errorbar(xr * (1 + 0.04 * (g_ - G / 2)), y, yerr=[p3[g_] - ci3[g_, :, 0], ci3[g_, :, 1] - p3[g_]], fmt="o-",
-                ms=3, lw=1, capsize=2, color=plotting.color(g_), label=names[g_])
-ax.axhline(0, color="k", lw=1)
-ax.set_xscale("log")
-ax.set_xticks(xr, ["0"] + [f"{r:g}" for r in ratios[1:]] if ratios[0] == 0 else [f"{r:g}" for r in ratios])
-ax.minorticks_off()
-ax.set_xlabel(r"$\|v_i(0)\|\,/\,\|w_i(0)\|$")
-ax.set_ylabel(r"frequency of $E$ minus the bound $2(\theta/2\pi)^2$")
-ax.legend(fontsize=7, loc="lower left")
-ax = axes[1]
-for g_ in range(G):
-    ax.plot(xr, split_out[g_] / n_split[g_], "o-", ms=3, lw=1, color=plotting.color(g_))
-    ax.plot(xr, rule_dies[g_] / n_split[g_], ":", lw=1, color=plotting.color(g_))
-ax.plot([], [], "k:", lw=1, label=r"rule: $w_i(0)^\top x_j+v_i(0)^\top y_j<0$")
-ax.plot([], [], "ko-", ms=3, lw=1, label="measured")
-ax.set_xscale("log")
-ax.set_xticks(xr, ["0"] + [f"{r:g}" for r in ratios[1:]] if ratios[0] == 0 else [f"{r:g}" for r in ratios])
-ax.minorticks_off()
-ax.set_xlabel(r"$\|v_i(0)\|\,/\,\|w_i(0)\|$")
-ax.set_ylabel("split starts that end outside $E$")
-ax.legend(fontsize=7, loc="upper left")
+cp.plot_event_against_ratio(axes, ratios, names, p3, ci3, bound, split_out, n_split, rule_dies)
 glue("rankp-fig-thm3", fig, display=False)
 plt.close(fig)
 
