@@ -40,6 +40,7 @@ error plus 1e-5; the script exits with an error otherwise.
 
     python benchmarks/ensemble_vs_loop.py                        # both cases, CPU, one thread
     python benchmarks/ensemble_vs_loop.py --case tiny --repeats 5
+    python benchmarks/ensemble_vs_loop.py --case tiny --width 64 --paths stacked   # other sizes
     python benchmarks/ensemble_vs_loop.py --device cuda --members 64 512
     python benchmarks/ensemble_vs_loop.py --json bench.json     # also the tables as JSON
 """
@@ -167,6 +168,25 @@ def products_only(dims: list[int], n: int, members: int, steps: int, device: tor
     return seconds
 
 
+def op_table(runner: Callable[[int], object], steps: int, top: int) -> None:
+    """Run ``runner(steps)`` under ``torch.profiler`` and print the ``top`` operators by self CPU
+    time, with their calls per step. The profiler adds a few microseconds to every operator, so
+    the absolute times are inflated; the counts and the order are what it is for."""
+    from torch.profiler import ProfilerActivity, profile
+
+    with profile(activities=[ProfilerActivity.CPU]) as prof:
+        runner(steps)
+    ops = sorted(prof.key_averages(), key=lambda e: -e.self_cpu_time_total)
+    total = sum(e.self_cpu_time_total for e in ops)
+    print(f"operators of the stacked path under torch.profiler ({steps} steps; self CPU, profiler "
+          f"overhead included): {sum(e.count for e in ops) / steps:.0f} operator calls per step, "
+          f"{total / steps:.0f} us per step")
+    print(f"{'operator':32s}{'calls/step':>11s}{'us/call':>9s}{'share':>7s}")
+    for e in ops[:top]:
+        print(f"{e.key[:32]:32s}{e.count / steps:11.1f}{e.self_cpu_time_total / e.count:9.1f}"
+              f"{e.self_cpu_time_total / total:7.0%}")
+
+
 @dataclass
 class Row:
     path: str
@@ -185,7 +205,7 @@ def bench_case(name: str, members: int, args: argparse.Namespace, device: torch.
                peak: float, record: list[dict] | None = None) -> list[Row]:
     """Time the paths on one case and print its table; returns the rows (and appends the table,
     as a dict, to ``record``)."""
-    cfg = CASES[name]
+    cfg = {**CASES[name], **{k: v for k, v in (("width", args.width), ("samples", args.samples)) if v}}
     steps = args.steps or cfg["steps"]
     X, y = (X_all[: cfg["samples"]], y_all[: cfg["samples"]]) if cfg["samples"] else (X_all, y_all)
     dims = [X.shape[1], *[cfg["width"]] * (cfg["depth"] - 1), 10]
@@ -234,6 +254,9 @@ def bench_case(name: str, members: int, args: argparse.Namespace, device: torch.
         seconds = products_only(dims, len(X), members, steps, device, dtype, args.repeats)
         rows.append(Row("products", seconds, flops / seconds / 1e9, torch.empty(0)))
 
+    if args.ops and "stacked" in paths:
+        op_table(lambda n_steps: ensemble_run("stacked", inits, X, n_steps), steps, args.ops)
+
     by = {r.path: r for r in rows}
     base = [p for p in ("loop", "vmap") if p in by]
     print(f"{'path':10s}{'s/step':>11s}{'GFLOP/s':>9s}{'of peak':>9s}"
@@ -275,6 +298,9 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--members", type=int, nargs="+", default=[64],
                     help="ensemble sizes E (default 64)")
     ap.add_argument("--steps", type=int, default=0, help="override the case's number of steps")
+    ap.add_argument("--width", type=int, default=0, help="override the case's hidden width")
+    ap.add_argument("--samples", type=int, default=0,
+                    help="override the case's number of training digits (at most 1347)")
     ap.add_argument("--repeats", type=int, default=3,
                     help="timed runs per path; the best is kept (default 3)")
     ap.add_argument("--paths", nargs="+", choices=PATHS, default=list(PATHS))
@@ -285,10 +311,12 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--dtype", choices=("float32", "float64"), default="float32")
     ap.add_argument("--no-check", dest="check", action="store_false",
                     help="skip the comparison with a float64 reference")
+    ap.add_argument("--ops", type=int, default=0, metavar="N",
+                    help="also profile the stacked path with torch.profiler and print its N costliest operators")
     ap.add_argument("--json", metavar="PATH", help="also write the tables (and the peak) here")
     args = ap.parse_args(argv)
-    if args.repeats < 1 or min(args.members) < 1 or args.steps < 0:
-        ap.error("--repeats and --members must be >= 1, --steps >= 0")
+    if args.repeats < 1 or min(args.members) < 1 or min(args.steps, args.width, args.samples) < 0:
+        ap.error("--repeats and --members must be >= 1, --steps, --width and --samples >= 0")
 
     set_seed(0, threads=args.threads or None)
     device = resolve_device(args.device)
