@@ -7,7 +7,7 @@ import math
 
 import pytest
 
-from implicit_bias.claims import Claim, Ledger, compare
+from implicit_bias.claims import Claim, Ledger, ascii_math, compare
 
 NAN, INF = float("nan"), float("inf")
 
@@ -235,3 +235,32 @@ def test_a_falsifier_is_shown_with_its_row_and_travels_in_json() -> None:
     assert "falsifier" in rows[0] and "falsifier" not in rows[1]
     assert [Claim.from_dict(r) for r in rows] == led.claims
     assert led["f"].bearing == "verifies" and "verifies" in page
+
+
+@pytest.mark.parametrize("text, found", [
+    ("the excess eta^2 falls", ["eta"]),                      # a Greek name (and its power)
+    ("the step size grows like L^-2", ["L^-"]),
+    ("x^T x stays positive", ["x^T"]),
+    ("||theta||^2 = kL", ["||", "theta", "||"]),
+    ("a ratio <= 0.8 or >= 1, R1 != 0", ["<=", ">=", "!="]),
+    ("the best speed is sqrt(2) - 1", ["sqrt("]),
+    ("at lambda = 1e-3 the rank of W_mid is 2", ["lambda", "W_m"]),
+    ("sigma_k of the Jacobian", ["sigma_k"]),
+])
+def test_ascii_math_is_found(text: str, found: list[str]) -> None:
+    """ASCII math in a statement (what the page would show raw instead of rendering) is found."""
+    assert ascii_math(text) == found
+
+
+@pytest.mark.parametrize("text", [
+    r"the ratio $\lVert W\rVert_2 / \lVert W\rVert_F$ stays below $1$ at $\eta^2 \le 10^{-3}$",
+    r"$Q_v$ minus the accumulated $\lambda\,\lVert\theta\rVert^2$; at most $\sqrt2 - 1$",
+    "the alphabet of a metallic beta-version: sigmoid etas, lambdas and thetas in a tautology",
+    "its data are metadata; a theta-shaped rhombus, the phrase 'at most', one-hot + 3 (mean - 2 SE)",
+    "depth 8 minus depth 2, bias start x length, 28x28 images, 1e-3, 2,000 steps, the model_dir option",
+    "a falsifiable claim: the KL (to the OCS) falls, 1/L coefficient, log-log slope in [-2.1, -1.9]",
+])
+def test_ascii_math_spares_english_and_inline_math(text: str) -> None:
+    """Ordinary English (words holding a Greek name, ids, numbers, ranges) and math written as
+    ``$...$`` are not reported."""
+    assert ascii_math(text) == []

@@ -159,20 +159,20 @@ glue("bn1-r2", f"{r2_linear:.3f}", display=False)
 glue("bn1-coef", f"{coef:.3f}", display=False)
 glue("bn1-Lmax", int(depths[-1]), display=False)
 
-ledger.below("linear-balanced", "Sec. 3", "the balanced factorisation represents A with ||theta||^2 = L ||A||_(2/L)^(2/L) "
+ledger.below("linear-balanced", "Sec. 3", r"the balanced factorisation represents $A$ with $\lVert\theta\rVert^2 = L\,\lVert A\rVert_{2/L}^{2/L}$ "
              "(max relative gap over depths)", "attains the cost", max(fact_gap, prod_gap), 1e-10, fmt=".1e",
              items="eq-linear-cost", bearing="verifies", origin="theory",
-             falsifier="a relative gap above 1e-10 between the balanced factorisation's norm and L ||A||_(2/L)^(2/L)")
-ledger.between("linear-expansion-slope", "Sec. 3", "remainder of the expansion falls like L^-2 (log-log slope, L >= 16)",
+             falsifier=r"a relative gap above 1e-10 between the balanced factorisation's norm and $L\,\lVert A\rVert_{2/L}^{2/L}$")
+ledger.between("linear-expansion-slope", "Sec. 3", r"remainder of the expansion falls like $L^{-2}$ (log-log slope, $L \ge 16$)",
                "O(L^-2)", slope, -2.1, -1.9, items="eq-linear-expansion", bearing="verifies", origin="theory",
-               falsifier="a log-log slope outside [-2.1, -1.9], e.g. about -1 if the 1/L coefficient were wrong "
+               falsifier="a log-log slope outside [-2.1, -1.9], e.g. about -1 if the $1/L$ coefficient were wrong "
                          "(the negative control below shows that case)")
-ledger.above("linear-expansion-negative", "control", "with the 1/L coefficient doubled the remainder falls only like "
-             "L^-1 (slope outside the band above: the check can fail)", "fails", slope_wrong, -1.9,
+ledger.above("linear-expansion-negative", "control", "with the $1/L$ coefficient doubled the remainder falls only like "
+             "$L^{-1}$ (slope outside the band above: the check can fail)", "fails", slope_wrong, -1.9,
              items="eq-linear-expansion", bearing="control", origin="theory")
-ledger.close("linear-R2", "Sec. 3", f"L (R - L Rank A - 2 log|A|_+) at L = {depths[-1]} equals ||log_+ A^T A||^2 / 2",
+ledger.close("linear-R2", "Sec. 3", rf"$L\,(R - L\operatorname{{rank}} A - 2\log\lvert A\rvert_+)$ at $L = {depths[-1]}$ equals $\lVert\log_+ A^\top A\rVert_F^2 / 2$",
              f"{r2_linear:.4f}", coef, r2_linear, rtol=1e-2, fmt=".4f", items="eq-linear-expansion", bearing="verifies",
-             origin="theory", falsifier="L times the excess more than 1% away from ||log_+ A^T A||^2 / 2 at the largest depth")
+             origin="theory", falsifier=r"$L$ times the excess more than 1% away from $\lVert\log_+ A^\top A\rVert_F^2 / 2$ at the largest depth")
 
 # %% [markdown]
 # The remainder falls with slope {glue:text}`bn1-slope` (the doubled coefficient gives
@@ -246,7 +246,7 @@ print(f"{P['random_nets']} random ReLU nets x {P['points']} points x k = 1..3: c
       f"(smallest gap {chain_min_gap:.2e})")
 print(f"geometric path, L = 16: max relative gap ||theta||^2 vs L||Jf||_(2/L)^(2/L) = {tight_gap:.1e}; "
       f"a 1% stronger bound holds there: {stronger_holds}")
-ledger.holds("thm3-chain", "Thm 3 (proof)", "||theta||^2 >= L sum s_i(Jf)^(2/L) >= kL + 2 sum_(i<=k) log s_i(Jf) "
+ledger.holds("thm3-chain", "Thm 3 (proof)", r"$\lVert\theta\rVert^2 \ge L \sum_i s_i(Jf)^{2/L} \ge kL + 2 \sum_{i \le k} \log s_i(Jf)$ "
              "on random ReLU nets (any weights)", "proof's inequality", "holds" if chain_ok else "violated", chain_ok,
              items="thm3", bearing="verifies", origin="theory",
              falsifier="one random network and point where either inequality of the chain is violated")
@@ -322,26 +322,26 @@ glue("bn1-int-coef", f"{coef_int:.3f}", display=False)
 ledger.below("paths-exact", "Thm 3(3), Prop 4(3)", "geometric and interpolation paths output Ax on the orthant "
              "(max error, all depths)", "exact", out_err, 1e-10, fmt=".1e", items=["thm3-3", "prop4-3"], bearing="control",
              origin="theory")
-ledger.between("thm3-3-rate", "Thm 3(3)", "both paths have ||theta||^2 - Lk - 2 log|A|_+ -> 0 like 1/L "
+ledger.between("thm3-3-rate", "Thm 3(3)", r"both paths have $\lVert\theta\rVert^2 - Lk - 2\log\lvert A\rvert_+ \to 0$ like $1/L$ "
                "(smaller of the two log-log slopes)", "O(1/L), so R1 = 2 log|A|_+",
                min(slopes.values()), -1.05, -0.95, items="thm3-3", bearing="verifies", origin="theory",
                falsifier="an excess that does not fall like 1/L on either path (slope outside [-1.05, -0.95]), e.g. "
-                         "one that tends to a nonzero constant, R1 != 2 log|A|_+")
-ledger.close("prop4-3-coefficient", "Prop 4(3)", f"geometric path: L (||theta||^2 - Lk - 2 log|A|_+) at L = {pdepths[-1]} "
-             "equals ||log_+ A^T A||^2 / 2", f"{geo_coef_exact:.4f}", coef_geo, geo_coef_exact, rtol=1e-2, fmt=".4f",
+                         r"one that tends to a nonzero constant, $R^{(1)} \ne 2\log\lvert A\rvert_+$")
+ledger.close("prop4-3-coefficient", "Prop 4(3)", rf"geometric path: $L\,(\lVert\theta\rVert^2 - Lk - 2\log\lvert A\rvert_+)$ at $L = {pdepths[-1]}$ "
+             r"equals $\lVert\log_+ A^\top A\rVert_F^2 / 2$", f"{geo_coef_exact:.4f}", coef_geo, geo_coef_exact, rtol=1e-2, fmt=".4f",
              items="prop4-3", bearing="verifies", origin="theory",
-             falsifier="a 1/L coefficient of the geometric path more than 1% from ||log_+ A^T A||^2 / 2")
+             falsifier=r"a $1/L$ coefficient of the geometric path more than 1% from $\lVert\log_+ A^\top A\rVert_F^2 / 2$")
 ledger.holds("prop4-3-geometric-wins", "Prop 4(3)", "the interpolation path costs more than the geometric path at every "
-             "depth; its 1/L coefficient matches our closed form sum (s - 1/s)^2 / 2",
+             r"depth; its $1/L$ coefficient matches our closed form $\sum (s - 1/s)^2 / 2$",
              "R2 selects the optimal path", f"{coef_int:.3f} vs {int_coef_exact:.3f}",
              geo_below and abs(coef_int / int_coef_exact - 1) < 1e-2, tolerance="rel. 1e-2", items="prop4-3", bearing="verifies",
              value=abs(coef_int / int_coef_exact - 1), hi=1e-2, origin="theory",
-             falsifier="the interpolation path no more costly than the geometric one at some depth, or its 1/L "
-                       "coefficient more than 1% from sum (s - 1/s)^2 / 2")
-ledger.above("thm11-printed-wrong", "App. A.1", "the interpolation network as printed (B_0 = I_in, B_L = I_out, "
-             "interpolation from A^T A to P) does not compute Ax: min over depths of max |f(x) - Ax|",
+             falsifier="the interpolation path no more costly than the geometric one at some depth, or its $1/L$ "
+                       r"coefficient more than 1% from $\sum (s - 1/s)^2 / 2$")
+ledger.above("thm11-printed-wrong", "App. A.1", r"the interpolation network as printed ($B_0 = I_\text{in}$, $B_L = I_\text{out}$, "
+             r"interpolation from $A^\top A$ to $P$) does not compute $Ax$: min over depths of $\max \lvert f(x) - Ax\rvert$",
              "outputs Ax", printed_err, 0.1, fmt=".2f", items="thm11-proof", bearing="contradicts", origin="prior",
-             falsifier="the printed network computing Ax at some depth (max error below 0.1)")
+             falsifier="the printed network computing $Ax$ at some depth (max error below 0.1)")
 
 # %% [markdown]
 # Both paths compute $Ax$ to rounding error; their excess falls like $1/L$; the geometric path's
@@ -378,10 +378,10 @@ for _ in range(10):
     norm_err = max(norm_err, abs(float(models.param_sqnorm(W + b)) - float(models.param_sqnorm(f_net[0] + f_net[1]))
                                  - float(models.param_sqnorm(g_net[0] + g_net[1]))))
 print(f"parallel sum: max output error {sum_err:.1e}; stacking: {stack_err:.1e}; max norm error {norm_err:.1e}")
-ledger.below("thm3-12-constructions", "Thm 3(1)-(2)", "stacked and parallel networks compute f o g and f + g with "
+ledger.below("thm3-12-constructions", "Thm 3(1)-(2)", r"stacked and parallel networks compute $f \circ g$ and $f + g$ with "
              "additive squared norms (max error)", "exact", max(sum_err, stack_err, norm_err), 1e-9, fmt=".1e",
              items=["thm3-1", "thm3-2"], bearing="verifies", origin="theory",
-             falsifier="a stacked or parallel network that misses f o g or f + g, or whose squared norm is not the sum")
+             falsifier=r"a stacked or parallel network that misses $f \circ g$ or $f + g$, or whose squared norm is not the sum")
 
 # %% [markdown]
 # ## The identity on a planar domain: Proposition 5
@@ -417,12 +417,12 @@ W, b = constructions.planar_identity(O, 8)
 outside_err = float((models.mlp_trace(W, b, outside).output - outside).abs().max())
 print(f"planar identity: max |f(x) - x| = {planar_err:.1e}, max | ||theta||^2 - kL | = {planar_norm_err:.1e}; "
       f"outside the cone: max |f(x) - x| = {outside_err:.2f}")
-ledger.below("prop5-construction", "Prop 5", "the planar identity network has f = id on the domain and ||theta||^2 = kL "
+ledger.below("prop5-construction", "Prop 5", r"the planar identity network has $f = \mathrm{id}$ on the domain and $\lVert\theta\rVert^2 = kL$ "
              "(max error)", "exact", max(planar_err, planar_norm_err), 1e-10, fmt=".1e", items="prop5", bearing="verifies",
-             origin="theory", falsifier="the planar network missing the identity on the domain, or ||theta||^2 != kL, "
+             origin="theory", falsifier=r"the planar network missing the identity on the domain, or $\lVert\theta\rVert^2 \ne kL$, "
              "by more than 1e-10")
 ledger.above("prop5-negative", "control", "on points of the same plane outside the positive cone the construction is "
-             "not the identity (max |f(x) - x|)", "needs complete positivity", outside_err, 0.1, fmt=".2f",
+             r"not the identity ($\max \lvert f(x) - x\rvert$)", "needs complete positivity", outside_err, 0.1, fmt=".2f",
              items="prop5", bearing="control", origin="prior")
 
 # %% [markdown]
@@ -492,24 +492,24 @@ for g, (r_g, L_g) in near_one.items():
           f"from L = 2^{math.log2(L_g):.0f} on")
 glue("bn1-ex20-near-one", "; ".join(f"γ = {g}: {r_g:.3g} at L = {edepths[-1]}, within 5% of 12 from "
                                     f"L = 2^{math.log2(L_g):.0f}" for g, (r_g, L_g) in near_one.items()), display=False)
-ledger.below("ex20-construction", "Ex. 20", "the network computes f on [0,1]^3 and its norm equals our closed form "
+ledger.below("ex20-construction", "Ex. 20", "the network computes $f$ on $[0,1]^3$ and its norm equals our closed form "
              "(max error)", "exact", max(ex_out_err, ex_norm_err), 1e-9, fmt=".1e", items="ex20-proof", bearing="control",
              origin="theory")
-ledger.holds("ex20-R1-zero", "Ex. 20", "||theta||^2 - 3L decreases to 0 along the depths (so R1 = 0)",
+ledger.holds("ex20-R1-zero", "Ex. 20", r"$\lVert\theta\rVert^2 - 3L$ decreases to 0 along the depths (so $R^{(1)} = 0$)",
              "3L + o(1)", f"{ex_resid[0]:.3f} -> {ex_resid[-1]:.3f}",
              bool(np.all(np.diff(ex_resid) < 0)) and ex_resid[-1] < 0.25, tolerance="decreasing, last < 0.25",
              items="ex20", bearing="verifies", value=float(ex_resid[-1]), hi=0.25, origin="prior",
-             falsifier="an excess ||theta||^2 - 3L that stops decreasing or is above 0.25 at the largest depth")
-ledger.close("ex20-rate", "App. D.1", f"(||theta||^2 - 3L) L^(2 gamma - 1) at L = {edepths[-1]} is 12, i.e. the excess "
-             "is 12 L^(1 - 2 gamma), not O(L^(-2 gamma))", "O(L^(-2 gamma))", rate[-1], 12.0, rtol=0.05, fmt=".2f",
+             falsifier=r"an excess $\lVert\theta\rVert^2 - 3L$ that stops decreasing or is above 0.25 at the largest depth")
+ledger.close("ex20-rate", "App. D.1", rf"$(\lVert\theta\rVert^2 - 3L)\,L^{{2\gamma - 1}}$ at $L = {edepths[-1]}$ is 12, i.e. the excess "
+             r"is $12\,L^{1 - 2\gamma}$, not $O(L^{-2\gamma})$", "O(L^(-2 gamma))", rate[-1], 12.0, rtol=0.05, fmt=".2f",
              items="ex20-proof", bearing="contradicts", origin="theory",
-             falsifier="(||theta||^2 - 3L) L^(2 gamma - 1) more than 5% from 12 at the largest depth (the appendix's "
-                       "O(L^(-2 gamma)) would send it to 0)")
+             falsifier=r"$(\lVert\theta\rVert^2 - 3L)\,L^{2\gamma - 1}$ more than 5% from 12 at the largest depth (the appendix's "
+                       r"$O(L^{-2\gamma})$ would send it to 0)")
 ledger.holds("ex20-diverges", "Ex. 20", "the largest Lipschitz constant of the hidden representations, and Prop. 13's "
-             "C_xy, grow with L", "not uniformly Lipschitz", f"{ex_lip[0]:.3g} -> {ex_lip[-1]:.3g}; C {ex_C[0]:.3g} -> {ex_C[-1]:.3g}",
+             "$C_{xy}$, grow with $L$", "not uniformly Lipschitz", f"{ex_lip[0]:.3g} -> {ex_lip[-1]:.3g}; C {ex_C[0]:.3g} -> {ex_C[-1]:.3g}",
              bool(np.all(np.diff(ex_lip) > 0) and np.all(np.diff(ex_C) > 0)), tolerance="increasing",
              items="ex20", bearing="verifies", origin="theory",
-             falsifier="a Lipschitz constant or C_xy that stops growing between two successive depths")
+             falsifier="a Lipschitz constant or $C_{xy}$ that stops growing between two successive depths")
 
 # %% [markdown]
 # At $L=$ {glue:text}`bn1-ex20-Lmax` the excess is {glue:text}`bn1-ex20-resid` and
@@ -564,14 +564,14 @@ print(f"{n_pairs} random pairs with a Jacobian change: 1/(2C^2) version holds on
       f"paper's C^-2 on all: {paper_ok}; 2 C^-2 fails on {double_fail}; median C_xy = {np.median(Cs):.2f}")
 glue("bn1-p13-pairs", n_pairs, display=False)
 glue("bn1-p13-double", int(double_fail), display=False)
-ledger.holds("prop13-finite-depth", "Prop 13 (proof)", "||theta||^2 >= (L/2)(||Jf(x)|| + ||Jf(y)||) + ||Jf(x) - Jf(y)||_* "
-             "/ (2 C_xy^2) on random ReLU nets (any weights)", "proof's inequality", "holds" if half_ok else "violated",
+ledger.holds("prop13-finite-depth", "Prop 13 (proof)", r"$\lVert\theta\rVert^2 \ge \frac{L}{2}\bigl(\lVert Jf(x)\rVert + \lVert Jf(y)\rVert\bigr) + \lVert Jf(x) - Jf(y)\rVert_* "
+             r"/ (2 C_{xy}^2)$ on random ReLU nets (any weights)", "proof's inequality", "holds" if half_ok else "violated",
              half_ok, items="prop13", bearing="control", origin="theory")
-ledger.holds("prop13-paper-constant", "Prop 13", "the same with the paper's constant C^-2 holds on every random pair",
+ledger.holds("prop13-paper-constant", "Prop 13", "the same with the paper's constant $C^{-2}$ holds on every random pair",
              "C^-2", f"{n_pairs} of {n_pairs}" if paper_ok else "violated", paper_ok, tolerance="all pairs",
              items="prop13", bearing="verifies", proxy=True, value=int(paper_viol), hi=0.5, origin="paper",
-             falsifier="one random pair on which the inequality with the paper's constant C^-2 fails")
-ledger.holds("prop13-negative", "control", "with 2 C^-2 (twice the paper's constant) the inequality fails on some pairs",
+             falsifier="one random pair on which the inequality with the paper's constant $C^{-2}$ fails")
+ledger.holds("prop13-negative", "control", "with $2C^{-2}$ (twice the paper's constant) the inequality fails on some pairs",
              "fails", f"{int(double_fail)} of {n_pairs} fail", double_fail > 0, tolerance=">= 1 failure",
              items="prop13", bearing="control", value=int(double_fail), lo=0.5, origin="prior")
 

@@ -104,6 +104,7 @@ X, Y = task.X, task.Y
 glue("bn3-depths", ", ".join(map(str, P["depths"])), display=False)
 ARMS = [f"eta = {v:g}/L" if kind == "c" else f"eta = {v:g}" for kind, v in P["arms"]]
 TOP = ARMS[0]                                       # the largest rate c / L: the networks of the next sections
+ARM_TEX = {arm: "$" + arm.replace("eta", r"\eta") + "$" for arm in ARMS}  # the arms as inline math (ledger)
 rate_of = lambda arm, L: arm[1] / L if arm[0] == "c" else arm[1]
 glue("bn3-arms", ", ".join(f"$\\eta={v:g}/L$" if kind == "c" else f"$\\eta={v:g}$ at every depth"
                            for kind, v in P["arms"]), display=False)
@@ -230,7 +231,7 @@ act_depths = [L for L, v in act_med.items() if v]
 act_slope = float(np.polyfit(np.log(act_depths), np.log([np.median(act_med[L]) for L in act_depths]), 1)[0])
 glue("bn3-act-ratio", f"{act_ratio:.2f}", display=False)
 glue("bn3-act-slope", f"{act_slope:.2f}", display=False)
-ledger.below("ntk-trace-formula", "App. B-C", "Tr Theta(x,x) = sum_l (||alpha_(l-1)||^2 + 1) ||J(alpha~_l -> f)||_F^2 "
+ledger.below("ntk-trace-formula", "App. B-C", r"$\operatorname{Tr}\Theta(x,x) = \sum_\ell (\lVert\alpha_{\ell-1}\rVert^2 + 1)\,\lVert J(\tilde\alpha_\ell \to f)\rVert_F^2$ "
              "against per-sample gradients (max relative error)", "exact", trace_err, 1e-8, fmt=".1e",
              items="eq-ntk-trace", bearing="control", origin="theory")
 ledger.above("ntk-trace-printed-misses-bias", "App. B-C", "the printed formula (no +1 for the biases) is below the exact "
@@ -243,20 +244,20 @@ ledger.below("balanced", "App. B", "trained networks are nearly balanced: sum_i 
              falsifier="a worst-layer imbalance above 0.15 (median over networks): far from balanced",
              origin="after-seeds: per-neuron 1e-2 became a layer-level 0.1 after the seed-0 run, then 0.15 when seed 3 "
                     "of this version's larger ridge gave 0.103")
-ledger.holds("thm7-free-form", "Thm 7 (proof)", "balancedness-free inequality sum_l ||alpha_(l-1)||^2 k|J_k|^(2/k) / P_l^l <= "
-             "Tr Theta(x,x) on every network and training point", "holds for any weights",
+ledger.holds("thm7-free-form", "Thm 7 (proof)", r"balancedness-free inequality $\sum_\ell \lVert\alpha_{\ell-1}\rVert^2 k\lvert J_k\rvert^{2/k} / P_\ell^\ell \le "
+             r"\operatorname{Tr}\Theta(x,x)$ on every network and training point", "holds for any weights",
              "holds" if free_ok else "violated", free_ok, items="thm7", bearing="control", origin="theory")
-ledger.below("thm7-premise", "Thm 7", "share of the networks whose prefix averages of ||W_m||_F^2 stay below "
-             "||theta||^2/(kL), the condition the proof draws from balancedness", "balanced parameters",
+ledger.below("thm7-premise", "Thm 7", r"share of the networks whose prefix averages of $\lVert W_m\rVert_F^2$ stay below "
+             r"$\lVert\theta\rVert^2/(kL)$, the condition the proof draws from balancedness", "balanced parameters",
              premise_nets / len(large), 0.5, fmt=".2f", items=["thm7", "def-balanced"], bearing="qualifies",
-             falsifier="half or more of the networks keeping their prefix averages below ||theta||^2/(kL)",
+             falsifier=r"half or more of the networks keeping their prefix averages below $\lVert\theta\rVert^2/(kL)$",
              origin="after-seeds: the earlier page printed that the condition fails; no threshold was stated before")
-ledger.holds("thm7-conclusion", "Thm 7", "the paper's bound on sum_l ||alpha_(l-1)(x)||^2 with the measured c, c_1 and k = "
+ledger.holds("thm7-conclusion", "Thm 7", r"the paper's bound on $\sum_\ell \lVert\alpha_{\ell-1}(x)\rVert^2$ with the measured $c$, $c_1$ and $k$ = "
              "the Jacobian's rank holds at every training point of every network, although the premise above fails; the "
              "value is its slack, the smallest ratio bound / activations (too large for the check to fail here)",
              "bounded activations", f"ratio >= {paper_slack:.0f}" if paper_ok else "violated", paper_ok, items="thm7",
              bearing="control", value=paper_slack, lo=1.0, origin="theory")
-ledger.below("activations-bounded", "Thm 7", "median over layers of ||alpha_l(X)||_F^2 / N: largest over smallest of the "
+ledger.below("activations-bounded", "Thm 7", r"median over layers of $\lVert\alpha_\ell(X)\rVert_F^2 / N$: largest over smallest of the "
              "depth medians", "O(1) in most layers", act_ratio, 2.0, fmt=".2f", items="thm7", bearing="qualifies", origin="prior",
              falsifier="typical activations growing by a factor 2 or more between the smallest and the largest depth")
 
@@ -341,29 +342,29 @@ glue("bn3-op-exp-const", f"{op_exp[CONST]:.2f}", display=False)
 glue("bn3-trace-slope", f"{trace_exp[TOP]:.2f}", display=False)
 glue("bn3-trace-const", f"{trace_exp[CONST]:.2f}", display=False)
 glue("bn3-small-ratio", f"{small_ratio:.2f}", display=False)
-ledger.above("lr-runs-converged", "control", "share of the networks of every rate whose ||theta||^2 changed by less than "
+ledger.above("lr-runs-converged", "control", r"share of the networks of every rate whose $\lVert\theta\rVert^2$ changed by less than "
              f"{P['conv']:.0%} over the last 20% of the steps", "runs to convergence", n_conv / len(nets), 2 / 3,
              fmt=".2f", items="claim-lr-ntk", bearing="control", origin="prior")
 stab_med = float(np.median([n["stability"] for n in large]))
-ledger.between("gd-edge-of-stability", "Sec. 4", f"{TOP}: eta times the top Hessian eigenvalue of the objective, median "
-               "over the networks: gradient descent ends near 2 / eta, slightly above it (edge of stability)",
+ledger.between("gd-edge-of-stability", "Sec. 4", rf"{ARM_TEX[TOP]}: $\eta$ times the top Hessian eigenvalue of the objective, median "
+               r"over the networks: gradient descent ends near $2/\eta$, slightly above it (edge of stability)",
                "||H||_op <= 2 / eta", stab_med, 1.5, 3.5, fmt=".2f", items="claim-lr-ntk", bearing="qualifies",
-               falsifier="a median eta lambda_max below 1.5 (well inside the stable region) or above 3.5",
+               falsifier=r"a median $\eta\,\lambda_{\max}$ below 1.5 (well inside the stable region) or above 3.5",
                origin="after-seeds: eta lambda_max <= 2.2 became the band [1.5, 3.5] after the seed-0 run gave 2.77; the "
                       "largest over networks became the median when the larger ridge of this version gave 3.16")
-ledger.between("ntk-op-order-L", "Sec. 4", f"{TOP}: growth exponent in L of (1/N)||Theta(X,X)||_op (log-log slope of the "
-               "depth medians); 1 for an NTK of order L", "O(L) NTK with eta = Theta(1/L)", op_exp[TOP], 0.5, 1.5,
+ledger.between("ntk-op-order-L", "Sec. 4", rf"{ARM_TEX[TOP]}: growth exponent in $L$ of $(1/N)\lVert\Theta(X,X)\rVert_\mathrm{{op}}$ (log-log slope of the "
+               "depth medians); 1 for an NTK of order $L$", "O(L) NTK with eta = Theta(1/L)", op_exp[TOP], 0.5, 1.5,
                fmt=".2f", items="claim-lr-ntk", bearing="supports", origin="prior",
                falsifier="a growth exponent of the NTK operator norm outside [0.5, 1.5] at the largest rate")
-ledger.above("lr-constant-flatter", "Sec. 4", f"growth exponent of (1/N)||Theta(X,X)||_op with {TOP} minus with {CONST}: "
-             "a rate that does not shrink like 1/L caps the NTK at a constant", "the rate sets the NTK",
+ledger.above("lr-constant-flatter", "Sec. 4", rf"growth exponent of $(1/N)\lVert\Theta(X,X)\rVert_\mathrm{{op}}$ with {ARM_TEX[TOP]} minus with {ARM_TEX[CONST]}: "
+             "a rate that does not shrink like $1/L$ caps the NTK at a constant", "the rate sets the NTK",
              op_exp[TOP] - op_exp[CONST], 0.5, fmt=".2f", items="claim-lr-ntk", bearing="supports", origin="prior",
              falsifier="the constant rate's exponent within 0.5 of the 2/L rate's (the rate not setting the NTK)")
-ledger.above("lr-small-sharper", "Sec. 4", f"{SMALL} over {TOP}: (1/N)||Theta(X,X)||_op (medians), smallest over depths",
+ledger.above("lr-small-sharper", "Sec. 4", rf"{ARM_TEX[SMALL]} over {ARM_TEX[TOP]}: $(1/N)\lVert\Theta(X,X)\rVert_\mathrm{{op}}$ (medians), smallest over depths",
              "smaller rates allow a larger NTK", small_ratio, 1.0, fmt=".2f", items="claim-lr-ntk", bearing="supports",
              origin="prior", falsifier="the smaller rate ending with a smaller NTK operator norm at some depth")
-ledger.between("ntk-order-L", "Sec. 4", f"{TOP}: growth exponent in L of the mean NTK trace Tr Theta(x,x) (log-log slope of "
-               "the depth medians): it grows, and no faster than L", "an O(L) ('normal') NTK", trace_exp[TOP], 0.0,
+ledger.between("ntk-order-L", "Sec. 4", rf"{ARM_TEX[TOP]}: growth exponent in $L$ of the mean NTK trace $\operatorname{{Tr}}\Theta(x,x)$ (log-log slope of "
+               "the depth medians): it grows, and no faster than $L$", "an O(L) ('normal') NTK", trace_exp[TOP], 0.0,
                1.0, fmt=".2f", items="claim-lr-ntk", bearing="qualifies",
                falsifier="a trace exponent below 0 (falling) or above 1 (faster than L)",
                origin="after-seeds: the upper bound 1.5 replaced a depth ratio after the seed-0 run; the lower bound 0 was "
@@ -461,23 +462,23 @@ glue("bn3-p9-ratio", f"{np.median(p9_ratio):.2f}", display=False)
 glue("bn3-p9-ratio-max", f"{max(p9_ratio):.2f}", display=False)
 glue("bn3-leaky-a", f"{a_leaky:g}", display=False)
 glue("bn3-leaky-ratio", f"{max(cex_leaky):.3f}", display=False)
-ledger.close("prop9-counterexample", "Prop. 9", "scalar deep ReLU network: ||d^2_xy Theta(x,x)||_op / (L ||Jf||^(2-2/L)) "
-             "(largest over L = 2..20); the statement needs >= 2", ">= 2", max(cex), 1.0, atol=1e-9, fmt=".6f",
+ledger.close("prop9-counterexample", "Prop. 9", r"scalar deep ReLU network: $\lVert\partial^2_{xy}\Theta(x,x)\rVert_\mathrm{op} / (L\,\lVert Jf\rVert^{2-2/L})$ "
+             r"(largest over $L = 2, \dots, 20$); the statement needs $\ge 2$", ">= 2", max(cex), 1.0, atol=1e-9, fmt=".6f",
              items="prop9", bearing="contradicts", origin="theory",
              falsifier="a ratio different from 1 at some depth (2 or more would satisfy the statement)")
-ledger.close("prop9-hessian-reading", "Prop. 9", "the same network: the Hessian of x -> Theta(x,x) over 2L ||Jf||^(2-2/L) "
+ledger.close("prop9-hessian-reading", "Prop. 9", r"the same network: the Hessian of $x \mapsto \Theta(x,x)$ over $2L\,\lVert Jf\rVert^{2-2/L}$ "
              "(smallest over L): the stated constant is exact for this reading", ">= 1", min(cex_hess), 1.0, atol=1e-9,
              fmt=".6f", items="prop9", bearing="control", origin="theory")   # the diagonal's Hessian is twice the mixed
              # derivative for any network, so this row follows from the one above: it cannot fail on its own
-ledger.below("prop9-trained-2L-fails", "Prop. 9", f"{TOP} networks: share of the training points where the statement's "
-             "quantity (the operator norm of the mixed derivative) reaches 2L ||Jf||^(2-2/L)", ">= 2L at every x",
+ledger.below("prop9-trained-2L-fails", "Prop. 9", f"{ARM_TEX[TOP]} networks: share of the training points where the statement's "
+             r"quantity (the operator norm of the mixed derivative) reaches $2L\,\lVert Jf\rVert^{2-2/L}$", ">= 2L at every x",
              p9_2L / p9_total, 0.5, fmt=".3f", items="prop9", bearing="contradicts", origin="prior",
-             falsifier="the stated 2L ||Jf||^(2-2/L) reached at half or more of the training points")
-ledger.holds("prop9-with-L", "Prop. 9 (proof)", "||d_theta(v^T Jf u)||^2 >= L s_1^(2-2/L) at every training point of every "
+             falsifier=r"the stated $2L\,\lVert Jf\rVert^{2-2/L}$ reached at half or more of the training points")
+ledger.holds("prop9-with-L", "Prop. 9 (proof)", r"$\lVert\partial_\theta(v^\top Jf\,u)\rVert^2 \ge L\,s_1^{2-2/L}$ at every training point of every "
              "trained ReLU network", "holds for any ReLU weights", "holds" if p9_ok else "violated", p9_ok,
              items="prop9", bearing="control", origin="theory")
-ledger.below("prop9-leaky-fails", "Prop. 9", f"scalar leaky-ReLU network (a = {a_leaky:g}, every pre-activation negative): "
-             "||d^2_xy Theta(x,x)||_op / (L ||Jf||^(2-2/L)), largest over L = 2..20; it equals a^(2(L-1)/L) to "
+ledger.below("prop9-leaky-fails", "Prop. 9", f"scalar leaky-ReLU network ($a$ = {a_leaky:g}, every pre-activation negative): "
+             r"$\lVert\partial^2_{xy}\Theta(x,x)\rVert_\mathrm{op} / (L\,\lVert Jf\rVert^{2-2/L})$, largest over $L = 2, \dots, 20$; it equals $a^{2(L-1)/L}$ to "
              f"{leaky_err:.0e}", ">= 2 (for any a in (-1, 1))", max(cex_leaky), 1.0, fmt=".3f", items="prop9",
              bearing="contradicts", origin="theory", falsifier="a ratio of 1 or more at some depth (the bound with L holding)")
 
@@ -573,20 +574,20 @@ glue("bn3-r1-cost-first", f"{med('rank 1', Ns[0], 'cost'):.3f}", display=False)
 glue("bn3-r1-cost-last", f"{med('rank 1', Ns[-1], 'cost'):.3f}", display=False)
 glue("bn3-jac-path", " -> ".join(f"{med('rank 1', N, 'jac'):.1f}" for N in Ns), display=False)
 glue("bn3-sseeds", P["student_seeds"], display=False)
-ledger.above("thm10-jacobian-larger", "Thm 10", "rank-1 over free students: largest ||Jf(x)||_op on the grid (ratio of "
+ledger.above("thm10-jacobian-larger", "Thm 10", r"rank-1 over free students: largest $\lVert Jf(x)\rVert_\mathrm{op}$ on the grid (ratio of "
              "medians over every student, all N pooled)", "exploding derivatives", jac_gap, 1.5, fmt=".2f",
              items="thm10", bearing="qualifies", proxy=True,
              falsifier="rank-1 students with a largest Jacobian less than 1.5 times the free students'",
              origin="after-seeds: the smallest ratio over N became the pooled ratio after another seed failed")
-ledger.above("thm10-ntk-larger", "Thm 10", "largest Tr Theta(x,x) / L on the grid, rank-1 over free students (ratio of "
+ledger.above("thm10-ntk-larger", "Thm 10", r"largest $\operatorname{Tr}\Theta(x,x) / L$ on the grid, rank-1 over free students (ratio of "
              "medians over every student, all N pooled)", "NTK grows like N^(4 - 4/k*)", ntk_gap, 1.0, fmt=".2f",
              items="thm10", bearing="qualifies", proxy=True,
              falsifier="rank-1 students whose NTK peak is no higher than the free students'",
              origin="after-seeds: the ratio at the largest N became the pooled ratio after another seed failed")
-ledger.above("thm10-c1-larger", "Sec. 3.1, 4.1", "c_1 = ||theta||^2 - L of rank-1 students minus that of free students "
+ledger.above("thm10-c1-larger", "Sec. 3.1, 4.1", r"$c_1 = \lVert\theta\rVert^2 - L$ of rank-1 students minus that of free students "
              "(medians over every student, all N pooled)", "R1 of rank-1 fits grows like 2(1 - 1/k*) log N", c1_gap, 0.0,
              fmt=".2f", items="claim-r1-logN", bearing="qualifies", proxy=True,
-             falsifier="rank-1 students with no larger c_1 than the free students (median gap <= 0)",
+             falsifier=r"rank-1 students with no larger $c_1$ than the free students (median gap $\le 0$)",
              origin="after-seeds: the gap at the largest N became the pooled gap after another seed failed")
 
 # %%

@@ -140,7 +140,7 @@ strong, weak = arms["strong"], arms["weak"]
 glue("bn4-mid-ranks", ", ".join(map(str, strong["mid_ranks"])), display=False)
 glue("bn4-mid-ranks-weak", ", ".join(map(str, weak["mid_ranks"])), display=False)
 min_ranks = [min(r) for r in strong["ranks"]]
-ledger.holds("fig2a-two-outliers", "Fig. 2(a)", "larger lambda: the narrowest layer (fewest singular values above 0.1) has "
+ledger.holds("fig2a-two-outliers", "Fig. 2(a)", r"larger $\lambda$: the narrowest layer (fewest singular values above 0.1) has "
              "exactly two, median over seeds", "two outliers: rank 2 recovered", f"narrowest layers {min_ranks}",
              float(np.median(min_ranks)) == 2, tolerance="median = 2", items="fig2a", bearing="qualifies",
              value=float(np.median(min_ranks)), lo=1.5, hi=2.5, origin="paper",
@@ -149,14 +149,14 @@ ledger.holds("fig2a-two-outliers", "Fig. 2(a)", "larger lambda: the narrowest la
 # worse than those of the smaller lambda, which keep more directions (rank-fit-tradeoff); the paper's network has both
 cost_gap = min(strong["test_costs"]) - max(weak["test_costs"])
 tradeoff = cost_gap > 0 and all(k > 2 for k in weak["mid_ranks"])
-ledger.holds("rank-fit-tradeoff", "Sec. 5", "at CPU scale the rank-2 networks (larger lambda) fit worse than every network "
-             "of the smaller lambda, which keeps more than two directions",
+ledger.holds("rank-fit-tradeoff", "Sec. 5", r"at CPU scale the rank-2 networks (larger $\lambda$) fit worse than every network "
+             r"of the smaller $\lambda$, which keeps more than two directions",
              "rank 2 and a good fit together (L = 25, lambda = 2e-4)",
              f"test cost {np.median(strong['test_costs']):.3f} vs {np.median(weak['test_costs']):.3f}; ranks "
              f"{strong['mid_ranks']} vs {weak['mid_ranks']}", tradeoff, tolerance="both",
              items="sec5-symmetry", bearing="qualifies", value=cost_gap, lo=0.0,
-             falsifier="a rank-2 network fitting as well as some network of the smaller lambda, or a smaller-lambda "
-                       "network with two or fewer directions",
+             falsifier=r"a rank-2 network fitting as well as some network of the smaller $\lambda$, or a network of the "
+                       r"smaller $\lambda$ with two or fewer directions",
              origin="after-seeds: two ridges chosen after pilot runs on seed 0",
              vtol=0.06)   # a difference of test costs of runs at the edge of stability: 0.11 here, 0.08 on another CPU
 
@@ -243,12 +243,12 @@ glue("bn4-cross-u", cross_u, display=False)
 glue("bn4-r2-net", f"{min(weak['r2']):.2f}", display=False)
 glue("bn4-r2-strong", f"{min(strong['r2']):.2f}", display=False)
 glue("bn4-r2-raw", f"{r2_raw:.2f}", display=False)
-ledger.above("fig2b-codes-determine-u", "Fig. 2(b)", f"smaller lambda (fitting networks): k-NN R^2 of u(v) from the top-2 PCA "
-             f"codes of alpha_{layer_b}, smallest over seeds, minus that of a random 2-D projection of the inputs",
+ledger.above("fig2b-codes-determine-u", "Fig. 2(b)", rf"smaller $\lambda$ (fitting networks): k-NN $R^2$ of $u(v)$ from the top-2 PCA "
+             rf"codes of $\alpha_{{{layer_b}}}$, smallest over seeds, minus that of a random 2-D projection of the inputs",
              "a 2-D self-consistent representation", min(weak["r2"]) - r2_raw, 0.2, fmt=".3f",
              items="fig2b", bearing="supports", proxy=True, origin="prior",
-             falsifier="on some seed, top-2 PCA codes that predict u(v) no better than a random 2-D projection + 0.2")
-ledger.below("fig2b-control", "control", "a random 2-D projection of the inputs does not determine u(v): k-NN R^2",
+             falsifier="on some seed, top-2 PCA codes that predict $u(v)$ no better than a random 2-D projection + 0.2")
+ledger.below("fig2b-control", "control", "a random 2-D projection of the inputs does not determine $u(v)$: k-NN $R^2$",
              "no symmetry reduction", r2_raw, 0.5, fmt=".3f", items="fig2b", bearing="control", origin="prior")
 
 W0, b0 = weak["nets"][0]
@@ -316,7 +316,7 @@ ledger.below("fig2c-orbits-collapse", "Fig. 2(c)", f"orbit ratio at layer {layer
              "lambdas)", "orbits collapsed in layer 2", rho_c, 0.5, fmt=".2f", items="fig2c", bearing="supports",
              falsifier="an orbit ratio of 0.5 or more at layer 2 (orbits not collapsed)",
              origin="after-seeds: the largest over networks became the median after an unseen seed failed")
-ledger.below("orbits-collapse-bottleneck", "Sec. 5", f"larger lambda: orbit ratio at the middle layer {mid_act} (median "
+ledger.below("orbits-collapse-bottleneck", "Sec. 5", rf"larger $\lambda$: orbit ratio at the middle layer {mid_act} (median "
              "over seeds)", "the network learns the symmetry", float(np.median(strong["rho"][:, mid_act])), 0.2, fmt=".3f",
              items="sec5-symmetry", bearing="supports",
              falsifier="an orbit ratio of 0.2 or more in the middle layer (the symmetry not learned)",

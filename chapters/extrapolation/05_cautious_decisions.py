@@ -313,7 +313,7 @@ glue("cd-digit-d0", dist[0], display=False)
 glue("cd-digit-dlast", dist[-1], display=False)
 glue("cd-digit-a0", abst_digit[0], display=False)
 glue("cd-digit-alast", abst_digit[-1], display=False)
-ledger.below("fig5-toward-ocs", "Fig. 5", f"digit {digit} under blur: ||mean f - f*||^2 at severity {show_sevs[-1]} / at 0",
+ledger.below("fig5-toward-ocs", "Fig. 5", rf"digit {digit} under blur: $\lVert \operatorname{{mean}} f - f^*\rVert^2$ at severity {show_sevs[-1]} / at 0",
              "mean prediction approaches the OCS", dist[-1] / dist[0], 1.0, items="fig5", bearing="supports", proxy=True,
              origin="theory: 1 = no change",
              falsifier="the mean prediction on blurred 6s at severity 4 is not closer to the OCS than the clean one (ratio 1 or more)")

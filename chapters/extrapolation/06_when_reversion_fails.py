@@ -629,7 +629,7 @@ for kind, cid, label in (("gaussian_noise", "noise-ce-reverts", "unclipped noise
                                        "below its clean value by 2 SE")
 impulse_mse = max(ub(np.log(dist[a, "mse"][:, imp, -1] / dist[a, "mse"][:, imp, 0])) for a in ARCHS)
 glue("ocs6-impulse-mse-bound", float(np.exp(impulse_mse)), display=False)
-ledger.below("impulse-mse-bounded", "Sec. 3.1", f"rewards, impulse noise: log(distance sev 5 / sev 0), worse arch ({HI})",
+ledger.below("impulse-mse-bounded", "Sec. 3.1", rf"rewards, impulse noise: $\log$(distance sev 5 / sev 0), worse arch ({HI})",
              "reverts", impulse_mse, IMPULSE_BOUND, fmt=".3f", bearing="qualifies",
              origin=IMPULSE_ORIGIN, **HYP,
              falsifier="for some architecture the reward model's distance under impulse noise of severity 5 exceeds its clean value by more than 10% at the upper 2-SE end")

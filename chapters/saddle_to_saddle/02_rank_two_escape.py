@@ -123,14 +123,14 @@ eq2_norms = [float(W.norm()) for W in eq2_fixed]
 eq2_sv = spectra.singular_values(eq2_fixed[0])
 print(f"Eq. (2) as printed (W_3 = [1]): L_0 = {eq2_printed:+.6f}; with W_3 = [-1]: L_0 = {-eq2_speed:+.6f}, "
       f"layer norms {[round(v, 12) for v in eq2_norms]}, singular values of W_1 {[round(float(v), 6) for v in eq2_sv]}")
-ledger.close("eq2-as-printed", "Eq. (2)", "the printed weights (W_3 = [1]) give L_0 = +1/2: the loss grows along "
-             "them (measured: L_0)", "speed 1/2", eq2_printed, 0.5, atol=1e-12, fmt=".6f", items="eq2",
+ledger.close("eq2-as-printed", "Eq. (2)", r"the printed weights ($W_3 = [1]$) give $\mathcal L_0 = +1/2$: the loss grows along "
+             r"them (measured: $\mathcal L_0$)", "speed 1/2", eq2_printed, 0.5, atol=1e-12, fmt=".6f", items="eq2",
              bearing="contradicts", origin="theory",
-             falsifier="L_0 of the printed weights not +1/2 to 1e-12 (e.g. -1/2, the printed sign right)")
-ledger.close("eq2-speed", "Example 1, Eq. (2)", "with W_3 = [-1] the construction has speed 1/2 on the sphere "
-             "||theta||^2 = 3 (each layer of norm 1)", "1/2", eq2_speed, 0.5, atol=1e-12, fmt=".6f",
+             falsifier=r"$\mathcal L_0$ of the printed weights not $+1/2$ to 1e-12 (e.g. $-1/2$, the printed sign right)")
+ledger.close("eq2-speed", "Example 1, Eq. (2)", "with $W_3 = [-1]$ the construction has speed 1/2 on the sphere "
+             r"$\lVert\theta\rVert^2 = 3$ (each layer of norm 1)", "1/2", eq2_speed, 0.5, atol=1e-12, fmt=".6f",
              items="ex1", bearing="supports", origin="paper",
-             falsifier="a speed off 1/2 by more than 1e-12 with W_3 = [-1]")
+             falsifier="a speed off 1/2 by more than 1e-12 with $W_3 = [-1]$")
 glue("sts2-eq2-printed", f"{eq2_printed:+.3f}", display=False)
 
 # %% [markdown]
@@ -173,14 +173,14 @@ for key, val in {"grid": f"{P['grid']:,}", "eq6-err": f"{eq6_err:.0e}", "eq6-max
                  "r1-width": P["rank_one_width"], "r1-max": f"{r1_max:.6f}"}.items():
     glue(f"sts2-{key}", val, display=False)
 ledger.below("eq6-direct", "Eq. (6)", "Eq. (6) equals the direct sum over the data (largest difference on the grid)",
-             "closed form", eq6_err, 1e-12, fmt=".1e", items="eq6", bearing="supports", origin="theory",
+             "closed form", eq6_err, 1e-12, fmt=".1e", items="eq6", bearing="verifies", origin="theory",
              falsifier="Eq. (6) and the direct sum over the eight points differing by 1e-12 or more somewhere on the grid")
-ledger.close("eq6-max", "Eq. (6), Example 1", "the best rank-one speed is sqrt(2) - 1, at multiples of pi/4",
+ledger.close("eq6-max", "Eq. (6), Example 1", r"the best rank-one speed is $\sqrt2 - 1$, at multiples of $\pi/4$",
              "sqrt(2) - 1 = 0.414214", eq6_max, S1, atol=1e-12, fmt=".9f", items=["eq6", "ex1", "fig5"], bearing="supports",
              origin="paper",
-             falsifier="a best rank-one speed on the grid off sqrt(2) - 1 by more than 1e-12")
+             falsifier=r"a best rank-one speed on the grid off $\sqrt2 - 1$ by more than 1e-12")
 ledger.between("rank-one-solver", "Example 1", "a solver restricted to rank-one layers reaches but never exceeds "
-               "sqrt(2) - 1 (best speed; a rank-one network is one neuron, whose best speed Eq. (6) and the "
+               r"$\sqrt2 - 1$ (best speed; a rank-one network is one neuron, whose best speed Eq. (6) and the "
                "depth-2 certificate fix: a check of the solver)", "<= sqrt(2) - 1", r1_max, S1 - 1e-3, S1 + 1e-9,
                fmt=".6f", items="ex1", bearing="control", origin="paper: the ceiling sqrt(2) - 1 (1e-9: rounding); the floor 1e-3 prior")
 
@@ -269,30 +269,30 @@ for key, val in {"succ-min": f"{succ_min:.4f}", "share-r2": f"{share_rank_two:.3
                  "total": len(speeds), "top": f"{top:.6f}", "frac-lo": f"{frac[0]:.2f}", "frac-hi": f"{frac[-1]:.2f}",
                  "w-lo": widths[0], "w-hi": widths[-1]}.items():
     glue(f"sts2-{key}", val, display=False)
-ledger.above("fig2-wide", "Fig. 2", f"at width {widths[-1]} most runs find a direction faster than sqrt(2) - 1 "
+ledger.above("fig2-wide", "Fig. 2", rf"at width {widths[-1]} most runs find a direction faster than $\sqrt2 - 1$ "
              "(share of runs)", "share grows with width", frac[-1], 0.5, fmt=".2f", items="fig2",
              bearing="supports", origin="prior: the guide's proposal",
-             falsifier="at most half of the width-64 runs beating sqrt(2) - 1")
+             falsifier=r"at most half of the width-64 runs beating $\sqrt2 - 1$")
 ledger.above("fig2-trend", "Fig. 2", f"the share of successful runs grows from width {widths[0]} to {widths[-1]} "
              "(difference of shares)", "share grows with width", frac[-1] - frac[0], 0.25, fmt=".2f",
              items="fig2", bearing="supports", origin="prior: the guide's proposal",
-             falsifier="the share of runs beating sqrt(2) - 1 growing by 0.25 or less from width 4 to 64")
+             falsifier=r"the share of runs beating $\sqrt2 - 1$ growing by 0.25 or less from width 4 to 64")
 ledger.above("fig2-rank-two", "Fig. 2, Example 1", "the successful runs end at the rank-two speed 1/2 with a "
-             f"rank-two first layer (share of the {n_succ} successful runs with speed >= 0.499 and s2/s1(W_1) >= 0.5)",
+             rf"rank-two first layer (share of the {n_succ} successful runs with speed $\ge 0.499$ and $s_2/s_1(W_1) \ge 0.5$)",
              "rank-two escape, speed 1/2", share_rank_two, 0.9, fmt=".3f", items=["fig2", "fig6", "ex1"],
              bearing="supports", origin="after-seeds: first 'every run' (all of seeds 0-4 had every run); a share "
              "after reviewers saw one unconverged run on an unseen seed",
-             falsifier="more than 10% of the successful runs ending below speed 0.499 or with a first layer of s2/s1 < 0.5")
+             falsifier="more than 10% of the successful runs ending below speed 0.499 or with a first layer of $s_2/s_1 < 0.5$")
 ledger.below("fn2-nothing-faster", "Sec. 4, footnote 2", "no run of the sweep is faster than 1/2 (best speed; implied "
              "for every depth-3 network by the certificate below, so a cross-check of it)",
              "doubts that anything beats 1/2", top, 0.5 + 1e-6, fmt=".6f", items=["fn2", "fig6"],
              bearing="control", origin="paper: 1/2 (1e-6: rounding and the solver's last step)")
 eq2_w2_rank = int(spectra.numerical_rank(eq2_fixed[1]))
 ledger.below("w2-rank-one", "Sec. 1.3", "only the first layer is rank two: the second layer of every run that "
-             f"reached 1/2 is rank one (largest s2/s1 of W_2; Eq. (2)'s W_2 has rank {eq2_w2_rank})",
+             f"reached 1/2 is rank one (largest $s_2/s_1$ of $W_2$; Eq. (2)'s $W_2$ has rank {eq2_w2_rank})",
              "the first two weight matrices are rank 2", w2_max if eq2_w2_rank == 1 else float("nan"), 0.05,
              fmt=".1e", items="intro-rank2", bearing="contradicts", origin="prior: the guide's 'rank one'",
-             falsifier="a run at speed 1/2 whose second layer has s2/s1 of 0.05 or more (a rank-two second layer, as Sec. 1.3 says)")
+             falsifier="a run at speed 1/2 whose second layer has $s_2/s_1$ of 0.05 or more (a rank-two second layer, as Sec. 1.3 says)")
 ledger.below("fig2-control", "Fig. 2, negative control", "the rank-one-constrained solver has no successful run "
              "(share; one run would be 1/n)", "-", float((r1.speed > S1 + 1e-3).double().mean()), 0.5 / len(r1.speed),
              fmt=".2f", items="fig2", bearing="control", origin="theory")
@@ -394,10 +394,10 @@ glue("sts2-warm-speed", f"{warm_max:.6f}", display=False)
 ledger.below("eq2-local-optimum", "Example 1, footnote 2", "perturbed restarts from Eq. (2) do not find a faster "
              "direction (largest speed along the runs; implied by the certificate below)",
              "doubts that anything beats 1/2", warm_peak, 0.5 + 1e-6, fmt=".6f", items="fn2", bearing="control", origin="paper: 1/2 (1e-6: rounding)")
-ledger.above("eq2-kink", "Def. 2.1", "Eq. (2) sits on a kink: with sigma'(0) = 0 its KKT residual is far from 0",
+ledger.above("eq2-kink", "Def. 2.1", r"Eq. (2) sits on a kink: with $\sigma'(0) = 0$ its KKT residual is far from 0",
              "escape directions satisfy grad L_0 = -s rho", eq2_kkt, 0.5, fmt=".2f", items="def21", bearing="qualifies",
              origin="prior",
-             falsifier="a KKT residual of Eq. (2) (sigma'(0) = 0) of 0.5 or less")
+             falsifier=r"a KKT residual of Eq. (2) ($\sigma'(0) = 0$) of 0.5 or less")
 
 # %% [markdown]
 # ## Certificates: nothing escapes faster than $1/2$
@@ -444,20 +444,20 @@ for key, val in {"cert2": f"{cert2:.12f}", "cert3": f"{cert3.upper:.12f}", "cert
                  "cert-grid": P["cert_grid"], "cert-n": len(cert3.per_pattern),
                  "cert-tight": f"{cert3.tight_patterns} of {len(cert3.per_pattern)}"}.items():
     glue(f"sts2-{key}", val, display=False)
-ledger.close("ex1-depth2-certified", "Example 1 (derived), Prop. 3.2", "at depth 2 one neuron is optimal: s*(2) = "
-             "max_phi |<g, Phi(phi)>| (exact, any width)", "sqrt(2) - 1 (the best rank-one speed)", cert2, S1,
+ledger.close("ex1-depth2-certified", "Example 1 (derived), Prop. 3.2", "at depth 2 one neuron is optimal: $s^*(2) = "
+             r"\max_\phi \lvert\langle g, \Phi(\phi)\rangle\rvert$ (exact, any width)", "sqrt(2) - 1 (the best rank-one speed)", cert2, S1,
              atol=1e-12, fmt=".12f", items=["ex1", "prop32"], bearing="supports", origin="theory",
-             falsifier="the certified depth-2 optimum off sqrt(2) - 1 by more than 1e-12")
+             falsifier=r"the certified depth-2 optimum off $\sqrt2 - 1$ by more than 1e-12")
 ledger.below("fn2-certified", "Sec. 4, footnote 2", "at depth 3 and any width nothing escapes faster than 1/2: the "
-             "dual certificates over the 2^8 sign patterns bound s*(3) (certified bound - 1/2)",
+             "dual certificates over the $2^8$ sign patterns bound $s^*(3)$ (certified bound minus 1/2)",
              "doubts that anything beats 1/2", cert3.upper - 0.5, 1e-9, fmt=".1e", items=["fn2", "ex1"],
              bearing="supports", origin="theory: 1/2, and 1e-9 for rounding",
-             falsifier="a dual certificate bounding s*(3) above 1/2 + 1e-9 (a faster depth-3 escape not excluded)")
+             falsifier="a dual certificate bounding $s^*(3)$ above 1/2 + 1e-9 (a faster depth-3 escape not excluded)")
 ledger.close("cert-lp-lower", "Example 1, Eq. (2)", "the linear programs' best network reaches 1/2 (a check that "
              "the programs see the construction of Eq. (2))", "1/2", cert3.lower, 0.5, atol=1e-9, fmt=".12f",
              items="ex1", bearing="control", origin="theory")
 ledger.above("prop32-certified", "Prop. 3.2, Example 1", "the optimal speed rises strictly from depth 2 to 3: "
-             "1/2 (Eq. (2), a lower bound on s*(3)) minus the certified s*(2)", "non-decreasing",
+             "1/2 (Eq. (2), a lower bound on $s^*(3)$) minus the certified $s^*(2)$", "non-decreasing",
              0.5 - cert2, 0.0, fmt=".4f", items=["prop32", "ex1"], bearing="control", origin="theory")
 
 # %% [markdown]

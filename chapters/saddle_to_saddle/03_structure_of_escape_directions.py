@@ -245,36 +245,36 @@ plateau = float(s_ex1[depths1.index(3):].max() - s_ex1[depths1.index(3):].min())
 lifted1 = [L for L in deep1 if ex1[L]["source"] == "lift"]
 glue_all({"first-tau": f"{first_tau:.3f}", "later-tau": f"{later_tau:.0e}", "cold1": ", ".join(str(L) for L in cold1),
           "lifted1": ", ".join(str(L) for L in lifted1) if lifted1 else "none"})
-ledger.close("ex1-depth2", "Prop. 3.2 (Example 1)", "the best depth-2 speed is sqrt(2) - 1 (derived: one neuron is "
+ledger.close("ex1-depth2", "Prop. 3.2 (Example 1)", r"the best depth-2 speed is $\sqrt2 - 1$ (derived: one neuron is "
              "optimal at depth 2)", "-", s_ex1[0], ex.RANK_ONE_SPEED, atol=1e-3, fmt=".6f", items="prop32",
              bearing="control", origin="theory: s*(2) = sqrt(2) - 1; 1e-3 for the solver")
 ledger.above("prop32-strict", "Prop. 3.2, Example 1", "the optimal speed increases strictly from depth 2 to 3 "
-             "(s*(3) - s*(2))", "non-decreasing", s_ex1[1] - s_ex1[0], 0.08, fmt=".4f", items=["prop32", "ex1"],
+             "($s^*(3) - s^*(2)$)", "non-decreasing", s_ex1[1] - s_ex1[0], 0.08, fmt=".4f", items=["prop32", "ex1"],
              bearing="supports", origin="paper: 1/2 - (sqrt(2) - 1) = 0.086, less a margin",
-             falsifier="s*(3) - s*(2) of 0.08 or less from the solver's best optima")
+             falsifier="$s^*(3) - s^*(2)$ of 0.08 or less from the solver's best optima")
 ledger.below("conj2-plateau", "Sec. 5 (2)", f"on Example 1 the optimal speed is flat from depth 3 to {depths1[-1]} "
              "(max - min of the best speeds)", "s* plateaus after some depth (conjecture)", plateau, 2e-3,
              fmt=".1e", items="conj2", bearing="supports", origin="prior",
              falsifier="the best speeds at depths 3 to 6 spreading by 0.002 or more")
-ledger.above("ex1-first-rank-two", "Example 1, Sec. 5 (2)", "at every depth >= 3 where a cold restart reaches the "
-             "best speed, the first layer of its optimum is rank two (smallest tau(W_1); two equal singular values "
+ledger.above("ex1-first-rank-two", "Example 1, Sec. 5 (2)", r"at every depth $\ge 3$ where a cold restart reaches the "
+             r"best speed, the first layer of its optimum is rank two (smallest $\tau(W_1)$; two equal singular values "
              "give 0.5)", "a high-rank first layer", first_tau, 0.4, fmt=".3f", items=["ex1", "conj2"],
              bearing="supports", origin="prior",
-             falsifier="an optimum at depth >= 3 whose first layer has tau(W_1) of 0.4 or less (rank one)")
+             falsifier=r"an optimum at depth $\ge 3$ whose first layer has $\tau(W_1)$ of 0.4 or less (rank one)")
 ledger.holds("ex1-half-bottleneck", "Thm. 3.1, Sec. 5 (2)", "... and every later layer is rank one (largest "
-             "tau(W_l), l >= 2, over the cold-restart optima; depths used, at least 2)", "deep layers nearly rank one",
+             r"$\tau(W_\ell)$, $\ell \ge 2$, over the cold-restart optima; depths used, at least 2)", "deep layers nearly rank one",
              f"{later_tau:.1e}; {len(cold1)} of {len(deep1)}", later_tau < 1e-3 and len(cold1) >= 2,
              tolerance="< 1e-3; >= 2", items=["thm31", "conj2"], bearing="supports", value=later_tau, hi=1e-3,
              origin=COLD_ORIGIN.format("1e-3"),
-             falsifier="a later layer (l >= 2) of a cold-restart optimum with tau of 1e-3 or more, or fewer than 2 depths where a cold restart reaches the best speed")
-ledger.holds("ex1-linear-deep", "Thm. 3.1", "from the third layer on the ReLU is the identity (largest nu_l, l >= 3, "
-             "over the cold-restart optima of depth >= 4; depths used, at least 1)", "deeper layers nearly linear",
+             falsifier=r"a later layer ($\ell \ge 2$) of a cold-restart optimum with $\tau$ of 1e-3 or more, or fewer than 2 depths where a cold restart reaches the best speed")
+ledger.holds("ex1-linear-deep", "Thm. 3.1", r"from the third layer on the ReLU is the identity (largest $\nu_\ell$, $\ell \ge 3$, "
+             r"over the cold-restart optima of depth $\ge 4$; depths used, at least 1)", "deeper layers nearly linear",
              f"{later_nu:.1e}; {len(cold1_lin)}", len(cold1_lin) >= 1 and later_nu < 1e-3, tolerance="< 1e-3; >= 1",
              items="thm31", bearing="supports", value=later_nu, hi=1e-3,
              origin=COLD_ORIGIN.format("1e-3"),
-             falsifier="a layer l >= 3 of a depth >= 4 optimum with nonlinearity nu of 1e-3 or more")
-ledger.below("abstract-l14", "Abstract, Sec. 1.3", "on Example 1, s_1 of every layer l >= 2 is more than l^(1/4) "
-             "times s_2 (largest l^(1/4) s_2/s_1 over layers and the cold-restart optima)",
+             falsifier=r"a layer $\ell \ge 3$ of a depth $\ge 4$ optimum with nonlinearity $\nu$ of 1e-3 or more")
+ledger.below("abstract-l14", "Abstract, Sec. 1.3", r"on Example 1, $s_1$ of every layer $\ell \ge 2$ is more than $\ell^{1/4}$ "
+             r"times $s_2$ (largest $\ell^{1/4} s_2/s_1$ over layers and the cold-restart optima)",
              "s_1 >= l^(1/4) s_2 up to a constant", ratio_l14, 1.0, fmt=".1e", items="abstract-l14",
              bearing="control", origin="paper")
 
@@ -321,19 +321,19 @@ i_short = int(np.argmax(short))
 unit = np.array([lo.unit_sphere_speed(s, L) for s, L in zip(s_dig, depths2)])
 glue_all({"cold2": ", ".join(str(L) for L in cold2), "cold-depth": depths2[i_short],
           "cold-short": f"{100 * short[i_short]:.1f}%", "dig-tau": f"{dig_tau:.0e}"})
-ledger.holds("digits-rank-one", "Thm. 3.1", f"on digits every layer of the optimum is rank one (largest tau of W_l "
-             "and Z_l over the cold-restart optima that reach the best speed; depths used, at least 2)",
+ledger.holds("digits-rank-one", "Thm. 3.1", f"on digits every layer of the optimum is rank one (largest $\\tau$ of $W_\\ell$ "
+             "and $Z_\\ell$ over the cold-restart optima that reach the best speed; depths used, at least 2)",
              "deep layers nearly rank one", f"{dig_tau:.1e}; {len(cold2)} of {len(depths2)}",
              dig_tau < 1e-3 and len(cold2) >= 2, tolerance="< 1e-3; >= 2", items="thm31", bearing="supports",
              value=dig_tau, hi=1e-3,
              origin=COLD_ORIGIN.format("1e-3"),
-             falsifier="a layer of a digits optimum with tau(W_l) or tau(Z_l) of 1e-3 or more")
+             falsifier=r"a layer of a digits optimum with $\tau(W_\ell)$ or $\tau(Z_\ell)$ of 1e-3 or more")
 ledger.below("digits-plateau", "Sec. 5 (2)", f"on digits no depth up to {depths2[-1]} escapes faster than depth "
              f"{depths2[0]}: the best speeds agree within 2% (relative spread)", "s* plateaus after some depth "
              "(conjecture)", spread_dig, 0.02, fmt=".1e", items="conj2", bearing="supports",
              origin="prior: the guide's 2%",
              falsifier="a depth up to 8 whose best speed differs by 2% or more from depth 2's")
-ledger.below("prop32-unit-control", "Prop. 3.2, negative control", "measured on the unit sphere, L^(-L/2) s*(L), "
+ledger.below("prop32-unit-control", "Prop. 3.2, negative control", "measured on the unit sphere, $L^{-L/2} s^*(L)$, "
              "the same speeds fall with depth (ratio deepest / shallowest)", "-", unit[-1] / unit[0], 0.1, fmt=".1e",
              items="prop32", bearing="control", origin="prior")
 
@@ -355,8 +355,8 @@ rise, excess, tail = lc.rise, lc.excess, lc.tail
 print(f"lifting on {lc.networks} networks, k = 1, 2: largest change of L_0 {rise:+.1e}; largest norm excess over "
       f"||theta||^2 + k {excess:+.1e}; largest tau / nu of the added layers {tail:.1e}")
 glue_all({"lift-rise": f"{rise:+.0e}", "lift-norm": f"{excess:+.0e}", "lift-tail": f"{tail:.0e}"})
-ledger.holds("lift-exact", "Prop. 3.2 / App. A.3", "the lifting never raises L_0, stays within ||theta||^2 + k, and "
-             "adds rank-one identity layers (largest rise of L_0; norm excess; tail tau/nu)", "construction",
+ledger.holds("lift-exact", "Prop. 3.2 / App. A.3", r"the lifting never raises $\mathcal L_0$, stays within $\lVert\theta\rVert^2 + k$, and "
+             r"adds rank-one identity layers (largest rise of $\mathcal L_0$; norm excess; tail $\tau/\nu$)", "construction",
              f"{rise:.1e}; {excess:.1e}; {tail:.1e}", rise <= 1e-12 and excess <= 1e-12 and tail <= 1e-12,
              tolerance="each <= 1e-12", items="prop32", bearing="control", value=max(rise, excess, tail), hi=1e-12,
              origin="theory")
@@ -426,13 +426,13 @@ glue_all({"k-ex1": f"{k_ex1:.1f}", "v-ex1": f"{v_ex1:,.0f}", "k-dig": f"{k_dig:.
           "c-syn": f"{c_syn:.3f}", "v-syn": f"{v_syn:.2f}", "syn-max": f"{float(measured.max()):.0e}",
           "syn-bmin": f"{float(B[informative].min()):.2f}",
           "syn-control": f"{violated} of {int(informative.sum())}"})
-ledger.above("thm31-vacuous", "Thm. 3.1", "on Example 1 and digits the bound is vacuous below layer 81c^2, "
-             "computed from the rigorous kappa >= max(||X||_F/||X||_op, ||G||_F/||G||_op) (smaller of the two)",
+ledger.above("thm31-vacuous", "Thm. 3.1", "on Example 1 and digits the bound is vacuous below layer $81c^2$, "
+             r"computed from the rigorous $\kappa \ge \max(\lVert X\rVert_F/\lVert X\rVert_\mathrm{op}, \lVert G\rVert_F/\lVert G\rVert_\mathrm{op})$ (smaller of the two)",
              "bound decays like l^(-1/2)", min(rig.values()), 100.0, fmt=".0f", items="thm31", bearing="qualifies",
              origin="prior: 100, an order of magnitude above the deepest network of the book",
-             falsifier="a rigorous lower bound 81c^2 of 100 layers or less (the bound non-vacuous at practical depths)")
-ledger.holds("thm31-nonvacuous", "Thm. 3.1", f"on nearly rank-one aligned data (kappa near 1) the optimum "
-             "satisfies the bound at every layer where it is below 1 (largest measured / bound; layers with B < 1)",
+             falsifier="a rigorous lower bound $81c^2$ of 100 layers or less (the bound non-vacuous at practical depths)")
+ledger.holds("thm31-nonvacuous", "Thm. 3.1", rf"on nearly rank-one aligned data ($\kappa$ near 1) the optimum "
+             "satisfies the bound at every layer where it is below 1 (largest measured / bound; layers with $B < 1$)",
              "tau, tau, nu <= B(l)", f"{slack:.1e}; {int(informative.sum())} of {Ls}",
              bool(informative.sum() >= Ls // 2) and slack <= 1.0, tolerance="<= 1; >= half the layers",
              items="thm31", bearing="control", value=slack, hi=1.0, origin="theory")
@@ -493,22 +493,22 @@ glue_all({"gon-n": P["gon_n"], "gon-depths": "{" + ", ".join(str(v) for v in gde
           "gon-slope": f"{gon_slope:.0f}", "gon-cold": ", ".join(str(L) for L in cold_g),
           "gon-cold-deep": f"{gon_cold_deep:.2f}"})
 ledger.above("gon-first-high-rank", "Thm. 3.1 (setting)", f"on {P['gon_n']} alternating points the optimum needs more "
-             "than one path: its first layer is high-rank at every depth >= 3 (smallest tau(W_1))",
+             r"than one path: its first layer is high-rank at every depth $\ge 3$ (smallest $\tau(W_1)$)",
              "-", gon_first, 0.1, fmt=".2f", items="thm31", bearing="control", origin="prior")
 ledger.holds("gon-rate", "Thm. 3.1", "... and the tail energy collapses after it: the log-log slope "
-             "log(tau(W_2)/tau(W_1))/log 2 is far below the theorem's -1/2 (largest slope over the cold-restart optima "
-             "that reach the best speed; tau floored at 1e-6, the solver's accuracy; depths used, at least 2)",
+             r"$\log(\tau(W_2)/\tau(W_1))/\log 2$ is far below the theorem's $-1/2$ (largest slope over the cold-restart optima "
+             r"that reach the best speed; $\tau$ floored at 1e-6, the solver's accuracy; depths used, at least 2)",
              "tau(W_l) = O(l^(-1/2))", f"{gon_slope:.1f}; {len(cold_g)}", gon_slope < -2.0 and len(cold_g) >= 2,
              tolerance="< -2; >= 2", items="thm31", bearing="qualifies", value=gon_slope, hi=-2.0,
              origin=COLD_ORIGIN.format("-2 (four times the theorem's rate)"),
-             falsifier="a log-log slope of tau from layer 1 to 2 of -2 or more (no collapse beyond the theorem's rate)")
-ledger.holds("gon-rank-one", "Sec. 5 (2)", "every layer after the first is rank one (largest tau(W_l), l >= 2, over the "
+             falsifier=r"a log-log slope of $\tau$ from layer 1 to 2 of -2 or more (no collapse beyond the theorem's rate)")
+ledger.holds("gon-rank-one", "Sec. 5 (2)", r"every layer after the first is rank one (largest $\tau(W_\ell)$, $\ell \ge 2$, over the "
              "cold-restart optima that reach the best speed; depths used, at least 2)",
              "finitely many high-rank layers, then rank one (conjecture)", f"{gon_later:.1e}; {len(cold_g)}",
              gon_later < 1e-3 and len(cold_g) >= 2, tolerance="< 1e-3; >= 2", items="conj2", bearing="supports",
              value=gon_later, hi=1e-3,
              origin=COLD_ORIGIN.format("1e-3"),
-             falsifier="a layer l >= 2 of a polygon optimum with tau of 1e-3 or more")
+             falsifier=r"a layer $\ell \ge 2$ of a polygon optimum with $\tau$ of 1e-3 or more")
 
 # %% [markdown]
 # ## Proposition 3.3: nearly rank-one non-negative inputs
@@ -546,15 +546,15 @@ st_c = structure.layer_structure(lo.random_directions([6, 16, 16, 16, 2], genera
 p33_control = float(st_c.tau_W.max()) / p33_rows[-1]["bound"]
 glue_all({"eps-list": "{" + ", ".join(f"{e:g}" for e in P["prop33_eps"]) + "}", "p33-exact": f"{exact_err:.0e}",
           "p33-ratio": f"{p33_ratio:.0e}", "p33-eps-control": f"{eps_c:g}", "p33-control": f"{p33_control:.1f}"})
-ledger.below("prop33-exact", "Prop. 3.3", "for rank-one non-negative inputs the optimal speed is ||G^T v|| ||u|| "
+ledger.below("prop33-exact", "Prop. 3.3", r"for rank-one non-negative inputs the optimal speed is $\lVert G^\top v\rVert\,\lVert u\rVert$ "
              "(relative error of the solver's best)", "||Gv|| ||u||", exact_err, 1e-6, fmt=".1e", items="prop33",
              bearing="supports", origin="theory: the closed form; 1e-6 for the solver",
-             falsifier="the solver's best speed off ||G^T v|| ||u|| by 1e-6 or more (relative)")
-ledger.below("prop33-bound", "Prop. 3.3", "for eps > 0 every layer satisfies the bound (largest measured / bound)",
+             falsifier=r"the solver's best speed off $\lVert G^\top v\rVert\,\lVert u\rVert$ by 1e-6 or more (relative)")
+ledger.below("prop33-bound", "Prop. 3.3", r"for $\varepsilon > 0$ every layer satisfies the bound (largest measured / bound)",
              "<= 8 ||G|| eps / (s* - ||G|| eps)", p33_ratio, 1.0, fmt=".1e", items="prop33", bearing="control",
              origin="theory")
 ledger.above("prop33-control", "Prop. 3.3, negative control", "a random point of the sphere breaks the bound "
-             f"at eps = {eps_c:g} (largest tau(W_l) / bound)", "-", p33_control, 1.0, fmt=".2f", items="prop33",
+             rf"at $\varepsilon$ = {eps_c:g} (largest $\tau(W_\ell)$ / bound)", "-", p33_control, 1.0, fmt=".2f", items="prop33",
              bearing="control", origin="theory")
 
 # %% [markdown]
@@ -597,7 +597,7 @@ ledger.below("prop34-key", "Prop. 3.4", f"the key inequality holds on all {total
 ledger.below("prop34-tight", "Prop. 3.4", "it is tight for rank-one data at the closed-form optimum (|lhs - rhs|; "
              "both sides are 0 by construction)", "-", tight, 1e-9, fmt=".1e", items="prop34", bearing="control",
              origin="theory")
-ledger.holds("prop34-count", "Prop. 3.4", "at least (1-p)L layers meet the threshold, p in {0.25, 0.5, 0.75} "
+ledger.holds("prop34-count", "Prop. 3.4", r"at least $(1-p)L$ layers meet the threshold, $p \in \{0.25, 0.5, 0.75\}$ "
              "(points where the count fails; implied by the key inequality)", ">= (1-p)L layers", str(bads), bads == 0,
              tolerance="0", items="prop34", bearing="control", value=bads, hi=0.5, origin="theory")
 ledger.above("prop34-control", "Prop. 3.4, negative control", "outside the ball (the tight point scaled by 1.1) the "

@@ -169,29 +169,29 @@ for key, val in {"kkt-1": f"{float(kkt[unit]):.2f}", "ratio-1": f"{float(ratio[u
                  "ratio-01": f"{float(ratio[alphas.index(0.1)]):.2f}" if 0.1 in alphas else "-",
                  "deep-01": f"{float(ratios_W[alphas.index(0.1), 1:].mean()):.2f}" if 0.1 in alphas else "-"}.items():
     glue(f"sts6-{key}", val, display=False)
-ledger.above("conj1-unit-scale", "Sec. 5 (1)", "from std 1/width (alpha = 1) the loss leaves the "
-             "origin before the direction is an escape direction (KKT residual of rho at the end of the plateau)",
+ledger.above("conj1-unit-scale", "Sec. 5 (1)", r"from std 1/width ($\alpha = 1$) the loss leaves the "
+             r"origin before the direction is an escape direction (KKT residual of $\rho$ at the end of the plateau)",
              "GD finds the optimal escape direction (conjecture)", float(kkt[unit]), 1.0, fmt=".2f", items="conj1",
              bearing="qualifies", proxy=True, origin="after-seeds: chapter 1's control gave 1.3-1.5 at alpha = 1",
-             falsifier="a KKT residual of rho of 1 or less at the end of the plateau from alpha = 1 (near an escape direction)")
-ledger.below("conj1-unit-speed", "Sec. 5 (1)", "... and far slower than the best escape direction (speed of rho / "
+             falsifier=r"a KKT residual of $\rho$ of 1 or less at the end of the plateau from $\alpha = 1$ (near an escape direction)")
+ledger.below("conj1-unit-speed", "Sec. 5 (1)", r"... and far slower than the best escape direction (speed of $\rho$ / "
              "best speed found)", "GD finds the optimal escape direction (conjecture)", float(ratio[unit]), 0.5,
              fmt=".3f", items="conj1", bearing="qualifies", proxy=True, origin="prior",
-             falsifier="a speed of rho of half the best or more from alpha = 1")
-ledger.above("conj1-small-closer", "Sec. 5 (1)", f"from alpha <= {alphas[small[0]]:g} the direction at the end of "
-             "the plateau is much faster than from alpha = 1 (log10 of the median speed ratio over the small scales "
-             "over that of alpha = 1), but it is not reliably an escape direction (see the text)",
+             falsifier=r"a speed of $\rho$ of half the best or more from $\alpha = 1$")
+ledger.above("conj1-small-closer", "Sec. 5 (1)", rf"from $\alpha \le {alphas[small[0]]:g}$ the direction at the end of "
+             r"the plateau is much faster than from $\alpha = 1$ ($\log_{10}$ of the median speed ratio over the small scales "
+             r"over that of $\alpha = 1$), but it is not reliably an escape direction (see the text)",
              "GD finds the optimal escape direction (conjecture)", closer, 0.3, fmt=".2f", items="conj1",
              bearing="qualifies", proxy=True, origin="after-seeds: restated from 'KKT < 0.5' and 'speed > 0.8 of the "
              "best' (seed 0), which failed on seed 4",
-             falsifier="the small-scale directions less than 10^0.3 (2x) faster than alpha = 1's (median speed ratio)")
-ledger.below("conj1-small-rank-one", "Fig. 1(b)", f"from alpha <= {alphas[small[0]]:g}, the layers W_2..W_6 of the "
-             "direction at the end of the plateau are rank one (largest mean s2/s1 over the small scales)",
+             falsifier=r"the small-scale directions less than $10^{0.3}$ (2x) faster than $\alpha = 1$'s (median speed ratio)")
+ledger.below("conj1-small-rank-one", "Fig. 1(b)", rf"from $\alpha \le {alphas[small[0]]:g}$, the layers $W_2, \dots, W_6$ of the "
+             "direction at the end of the plateau are rank one (largest mean $s_2/s_1$ over the small scales)",
              "one dominant singular value", deep_small, 0.1, fmt=".3f", items="fig1", bearing="supports", proxy=True,
              origin="prior",
-             falsifier="a mean s2/s1 of W_2..W_6 of 0.1 or more at the end of the plateau from some alpha <= 0.01")
-ledger.above("conj1-unit-not-rank-one", "Fig. 1(b), control", "from alpha = 1 the layers W_2..W_6 are not yet rank "
-             "one there (mean s2/s1)", "-", deep_unit, 0.2, fmt=".2f", items="fig1", bearing="control",
+             falsifier=r"a mean $s_2/s_1$ of $W_2, \dots, W_6$ of 0.1 or more at the end of the plateau from some $\alpha \le 0.01$")
+ledger.above("conj1-unit-not-rank-one", "Fig. 1(b), control", r"from $\alpha = 1$ the layers $W_2, \dots, W_6$ are not yet rank "
+             "one there (mean $s_2/s_1$)", "-", deep_unit, 0.2, fmt=".2f", items="fig1", bearing="control",
              origin="prior")
 
 # %% [markdown]

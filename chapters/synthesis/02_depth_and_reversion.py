@@ -200,13 +200,13 @@ ledger.below("p7-late-norms-shrink", "P7", "digits, blur and contrast: last-hidd
              "(severity 5) over train, largest over both shifts, depths and seeds", "< 1 (prediction P7)", p7_max, 1.0,
              fmt=".2f", items="p7", bearing="supports",
              origin="after-seeds: P7's bound; restricted to blur and contrast after seed 0 (clipped noise failed)",
-             falsifier="a ratio >= 1 under blur or contrast at some depth and seed (the norms do not shrink)")
+             falsifier=r"a ratio $\ge 1$ under blur or contrast at some depth and seed (the norms do not shrink)")
 ledger.above("p7-noise-does-not-shrink", "P7", "digits, clipped noise: the same ratio, mean over depths and seeds, "
              "above the 0.4 of blur and contrast: noise barely shrinks the norms (a bound that P7 itself would also "
              "pass: see p7r-noise-own-criterion)", "clipped noise shrinks little: > 0.8", p7_noise, 0.8, fmt=".2f",
              items="p7", bearing="qualifies",
              origin="after-seeds: 0.8 set after seeds 0-4; relabelled qualifies after the review of 2026-11-26",
-             falsifier="a mean ratio <= 0.8: clipped noise shrinks the late-layer norms as blur and contrast do "
+             falsifier=r"a mean ratio $\le 0.8$: clipped noise shrinks the late-layer norms as blur and contrast do "
                        "(their ratios are near 0.4)")
 ledger.above("p7-noise-control", "control", "unclipped Gaussian noise at severity 5: the same ratio (smallest): "
              "the check can fail", "> 1", p7_ctrl, 1.0, fmt=".2f", items="p7", bearing="control", origin="prior")
@@ -275,11 +275,11 @@ ledger.between("p6r-confidence-share", "P6", f"added 2026-11-26: depth {L_hi} mi
                "of the same difference as trained: 1 if confidence explained none of it, 0 if all",
                "part of the gap is confidence: in (0, 1)", share, 0.0, 1.0, fmt=".2f", items="p6",
                bearing="qualifies", origin="prior: the edges 0 and 1 are the two extreme explanations",
-               falsifier="a fraction <= 0 (matching loss and temperature reverses or removes the gap) or >= 1 "
+               falsifier=r"a fraction $\le 0$ (matching loss and temperature reverses or removes the gap) or $\ge 1$ "
                          "(confidence explains none of it)")
 ledger.above("p7r-noise-own-criterion", "P7", "added 2026-11-26: digits, clipped noise at severity 5: last-hidden-"
              "layer norm ratio, largest over depths and networks (the statistic of P7's first row); prediction P7 "
-             "failed if >= 1: it does, but by a few percent on seeds 0-4 (margin below one spread): not resolved "
+             r"failed if $\ge 1$: it does, but by a few percent on seeds 0-4 (margin below one spread): not resolved "
              "at this scale", "P7's criterion for clipped noise: >= 1", p7r_noise, 1.0, fmt=".2f", items="p7",
              bearing="qualifies", origin="prior: P7's own criterion, as committed before the first run; "
                                          "bearing qualifies after seeds 0-4",

@@ -201,18 +201,18 @@ glue("p8-table", "; ".join(f"$L={L}$: {v['small_reg']:.2f} (plain {v['plain_reg'
                                for L, v in p8.items()), display=False)
 ledger.below("p8-same-subspace", "P8", "added 2026-11-26: Jacobian-subspace similarity (top 2, mean squared cosine "
              "of principal angles) of the small-init network at the end of its run and the L2 network of the same "
-             "depth, median over pairs, smallest over depths; prediction P8 said > 0.8 (restated after its first run); "
+             "depth, median over pairs, smallest over depths; prediction P8 said $> 0.8$ (restated after its first run); "
              + ("the L2 networks are certified minima" if p8_certified else "not resolved at this budget: the L2 "
                 "networks are not certified minima (arms.certify_minima), and P8 is about the functions at the minima"),
              "P8 fails: <= 0.8 at some depth", p8_sim, 0.8, fmt=".2f", items="p8",
              bearing="contradicts" if p8_certified else "qualifies",
              origin="prior: P8's bound, committed before its first run; restated as its failure after that run; "
                     "read as 'not resolved' where the L2 arm is not certified (issue 28)",
-             falsifier="a similarity > 0.8 at every depth (the small-init and L2 networks share their top-2 "
+             falsifier="a similarity $> 0.8$ at every depth (the small-init and L2 networks share their top-2 "
                        "Jacobian subspaces)")
-ledger.above("p8-same-cost", "P8", "added 2026-11-26: |log| of the ratio of training costs C, small init over L2 "
-             "(medians over networks), largest over depths; prediction P8 said < log 2 (restated after its first run); "
-             "above log 2 on seeds 0-4 but within one spread of it, and the L2 networks, whose cost it reads, are not "
+ledger.above("p8-same-cost", "P8", r"added 2026-11-26: $\lvert\log\rvert$ of the ratio of training costs $C$, small init over L2 "
+             r"(medians over networks), largest over depths; prediction P8 said $< \log 2$ (restated after its first run); "
+             r"above $\log 2$ on seeds 0-4 but within one spread of it, and the L2 networks, whose cost it reads, are not "
              "certified minima: not resolved at this scale",
              "P8(b) fails: costs differ by more than 2x", p8_cost, math.log(2), fmt=".2f", items="p8",
              bearing="qualifies", origin="prior: P8's bound, committed before its first run; restated as its "
@@ -229,7 +229,7 @@ ledger.above("p8-below-l2-reference", "P8", f"added 2026-11-26: depth {L_top}: s
              p8_below_ref, 0.0, fmt=".2f", items="p8", bearing="qualifies",
              origin="after-seeds: chosen after seeds 0-4",
              falsifier="the small-init network is as near an L2 network as another L2 network is")
-ledger.above("p8-small-fits-better", "P8", f"added 2026-11-26: depth {L_top}: log of the training cost C of the L2 "
+ledger.above("p8-small-fits-better", "P8", f"added 2026-11-26: depth {L_top}: log of the training cost $C$ of the L2 "
              "network over that of the small-init network (medians over networks): the unregularised network fits "
              "better", "> 0", math.log(p8[L_top]["cost_reg"] / p8[L_top]["cost_small"]), 0.0, fmt=".2f", items="p8",
              bearing="qualifies", origin="after-seeds: chosen after seeds 0-4",

@@ -427,6 +427,31 @@ def _html_with_math(text: str) -> str:
     return "".join(out)
 
 
+# ASCII math that a statement or falsifier should write as inline math ($...$, which the pages
+# render): a conservative list, so that ordinary English never matches (tests/test_claims.py).
+_GREEK = ("alpha", "beta", "gamma", "delta", "epsilon", "varepsilon", "zeta", "eta", "theta", "kappa",
+          "lambda", "mu", "nu", "xi", "pi", "rho", "sigma", "tau", "phi", "psi", "omega",
+          "Gamma", "Delta", "Theta", "Lambda", "Sigma", "Phi", "Psi", "Omega")
+ASCII_MATH = {
+    "a power written with ^": r"\w\^[\w({+-]",
+    "a norm written with ||": r"\|\|",
+    "a comparison written <=, >= or !=": r"<=|>=|!=",
+    "sqrt(...)": r"\bsqrt\s*\(",
+    # a Greek letter spelled out, as a word of its own (not in a compound such as "beta-version")
+    "a Greek letter spelled out": r"(?<!-)\b(?:" + "|".join(_GREEK) + r")(?:_\w+)?\b(?!-)",
+    "a subscript written with _": r"\b[A-Za-z]_\{?[A-Za-z0-9]",
+}
+_ASCII_MATH = re.compile("|".join(f"(?:{p})" for p in ASCII_MATH.values()))
+
+
+def ascii_math(text: str) -> list[str]:
+    r"""The pieces of ``text`` outside its ``$...$`` spans that look like math written in ASCII
+    (``eta^2``, ``||W||``, ``<=``, ``sqrt(2)``, ``lambda``, ``W_1``: :data:`ASCII_MATH`); empty when
+    there are none. A ledger's statements and falsifiers are rendered with MathJax, so a symbol is
+    written as inline math there (``$\eta^2$``)."""
+    return [m.group(0) for m in _ASCII_MATH.finditer(_INLINE_MATH.sub(" ", text))]
+
+
 def _html_value(text: str) -> str:
     """A measured value or a tolerance as code, kept on one line when short."""
     if len(text) <= SHORT_VALUE:
