@@ -83,22 +83,27 @@ RATE_KEYS = ("budget", "share", "s_next", "far", "pre_next")
 KERNELS_PATH = Path("book") / "data" / "bottleneck_certificate_kernels.json"
 
 
-def kernel_spread(root: Path) -> dict[str, Any] | None:
+def kernel_spread(root: Path, band: float) -> dict[str, Any] | None:
     """The committed measurement of the certificate under two CPU kernel settings (``root /``
-    :data:`KERNELS_PATH`: ``{"settings": {name: description}, "changes": {name: [per network]}, ...}``,
-    the same page, seed and networks executed under each setting), summarised: ``n`` networks,
-    ``max_ratio`` and ``median_ratio`` of the larger to the smaller change per network, ``moved``
-    (how many cross the single threshold ``tol`` between the settings) and ``settings``; ``None``
-    when the file does not exist."""
+    :data:`KERNELS_PATH`: ``{"settings": {name: description}, "changes": {name: [per network]},
+    "tol", "seed"}``, the same page and seed executed under each setting, training included),
+    summarised: ``n`` networks, ``max_ratio`` and ``median_ratio`` of the larger to the smaller
+    change per network, ``moved`` (networks whose class against ``tol`` with the margin ``band``
+    differs between the settings), ``jumps`` (of those, certified under one and not certified under
+    the other), ``single`` (networks on different sides of the single threshold ``tol``) and
+    ``settings``; ``None`` when the file does not exist."""
     path = Path(root) / KERNELS_PATH
     if not path.exists():
         return None
     data = json.loads(path.read_text())
     a, b = (data["changes"][name] for name in data["settings"])
-    ratios = [max(x, y) / min(x, y) for x, y in zip(a, b)]
     tol = data["tol"]
+    ca, cb = convergence.band_classes(a, tol, band), convergence.band_classes(b, tol, band)
+    ratios = [max(x, y) / min(x, y) for x, y in zip(a, b)]
     return {"n": len(ratios), "max_ratio": max(ratios), "median_ratio": float(np.median(ratios)),
-            "moved": sum((x < tol) != (y < tol) for x, y in zip(a, b)), "settings": data["settings"],
+            "moved": sum(x != y for x, y in zip(ca, cb)),
+            "jumps": sum({x, y} == {convergence.CERTIFIED, convergence.NOT_CERTIFIED} for x, y in zip(ca, cb)),
+            "single": sum((x < tol) != (y < tol) for x, y in zip(a, b)), "settings": data["settings"],
             "seed": data["seed"]}
 
 
