@@ -173,3 +173,16 @@ def test_a_write_killed_halfway_leaves_the_old_file(tmp_path: Path, monkeypatch:
         common.write_atomic(path, '{"new": 22222222}\n')
     monkeypatch.undo()
     assert path.read_text() == '{"old": 1}\n'
+
+
+def test_committed_claims_gives_a_page_the_finished_runs_and_whether_they_are_current(tmp_path: Path) -> None:
+    py = _chapter(tmp_path)
+    name = "chapters/part/01_page"
+    failed = {"ok": False, "error": "killed"}
+    budgets.save({"chapters": {name: _swept_entry(py, failed)}}, tmp_path)
+    runs, current = budget_table.committed_claims(name, tmp_path)
+    assert list(runs) == ["x3/seed0", "x3/seed1"] and current  # the failed x10 run is left out
+    assert runs["x3/seed0"]["a"] == {"verdict": "PASS", "measured": "1"}
+    py.write_text("x = 2\n")  # the page changed since the sweep
+    assert budget_table.committed_claims(name, tmp_path)[1] is False
+    assert budget_table.committed_claims("chapters/part/02_none", tmp_path) == ({}, False)

@@ -7,7 +7,8 @@ import math
 import pytest
 import torch
 
-from implicit_bias.convergence import stationarity
+from implicit_bias.convergence import (CERTIFIED, NOT_CERTIFIED, UNDECIDED, band_class, band_classes, class_counts,
+                                        class_variants, edge_moves, stationarity)
 
 
 def ridge(seed: int = 0):
@@ -79,3 +80,36 @@ def test_grad_tol_refuses_a_point_whose_quantity_happens_not_to_move():
     (g,) = torch.autograd.grad(loss([wg]), [wg])
     cert = stationarity(loss, [w1], lr=0.05, window=10, quantity=still)
     assert cert.rel_grad == pytest.approx(float(g.norm()) * 0.05 * 10 / float(w1.norm()), rel=1e-6)
+
+
+def test_band_classes_a_converged_run_certified_a_stopped_one_not_and_the_threshold_undecided():
+    """The margin band on real certificates: the converged ridge run is certified, the run stopped
+    by its decayed schedule is not, and a change exactly at the tolerance is undecided."""
+    loss = ridge()
+    converged = stationarity(loss, [gd(loss, torch.zeros(5), [0.05] * 3000)], lr=0.05, window=200, tol=0.01)
+    assert converged.classes(band=2.0) == [CERTIFIED]
+    steps, peak = 100, 0.002
+    lrs = [peak * 0.5 * (1 + math.cos(math.pi * t / steps)) for t in range(steps)]
+    stopped = stationarity(loss, [gd(loss, torch.zeros(5), lrs)], lr=peak, window=steps // 5, tol=0.01)
+    assert stopped.classes(band=2.0) == [NOT_CERTIFIED]
+    assert band_class(0.01, 0.01, 2.0) == UNDECIDED
+    # the edges: certified strictly below tol / band, not certified strictly above tol * band
+    assert band_classes([0.0049, 0.005, 0.02, 0.0201, float("nan")], 0.01, 2.0) == \
+        [CERTIFIED, UNDECIDED, UNDECIDED, NOT_CERTIFIED, NOT_CERTIFIED]
+    assert class_counts([CERTIFIED, UNDECIDED, UNDECIDED]) == {CERTIFIED: 1, UNDECIDED: 2, NOT_CERTIFIED: 0}
+    with pytest.raises(ValueError, match="band > 1"):
+        band_class(0.01, 0.01, 1.0)
+
+
+def test_a_move_of_five_percent_of_the_threshold_changes_no_class_inside_the_band():
+    """The knife edge of a single threshold (0.98% and 1.04% against 1%) is inside the band: such a
+    move changes no class. Only members within 5% of the threshold of a band edge can move, and
+    :func:`class_variants` lists each such move once."""
+    tol = 0.01
+    assert band_classes([0.0098, 0.0104], tol) == [UNDECIDED, UNDECIDED]
+    assert edge_moves([0.0098, 0.0104, 0.001, 0.05], tol) == []
+    moves = edge_moves([0.0047, 0.0098, 0.0199], tol)
+    assert moves == [(0, UNDECIDED), (2, NOT_CERTIFIED)]
+    variants = class_variants([0.0047, 0.0098, 0.0199], tol)
+    assert variants == [[CERTIFIED, UNDECIDED, UNDECIDED], [UNDECIDED, UNDECIDED, UNDECIDED],
+                        [CERTIFIED, UNDECIDED, NOT_CERTIFIED]]

@@ -51,3 +51,15 @@ def start_chapter(profiles: Mapping[str, Mapping[str, Any]], profile: str = "ci"
         return settings, dev
     glue(RUN_GLUE_KEY, line, display=False)
     return settings, dev
+
+
+def glue_all(values: Mapping[str, Any]) -> None:
+    """Glue every value of ``values`` under its key without displaying it (myst-nb's ``glue(key,
+    value, display=False)``), for the ``{glue:text}`` roles of a page's text; outside a notebook
+    without myst-nb nothing happens."""
+    try:
+        from myst_nb import glue
+    except ImportError:
+        return
+    for key, value in values.items():
+        glue(key, value, display=False)

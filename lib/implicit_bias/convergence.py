@@ -18,10 +18,17 @@ fixed rate is the right notion for minima (weight decay, L2); for directional li
 homogeneous networks (unregularised, loss -> 0) monitor the normalised quantity (e.g. the
 normalised margin or the direction ``theta / ||theta||``), which converges while ``||theta||``
 grows. For KKT points of the max-margin problem see :mod:`implicit_bias.homogeneous`.
+
+A single tolerance is itself a knife edge: a run whose change sits at 0.99 x ``tol`` on one machine
+sits at 1.01 x ``tol`` on another. :func:`band_class` therefore reads a change against a **margin
+band**: *certified* below ``tol / band``, *not certified* above ``tol * band``, *undecided* in
+between; :func:`edge_moves` and :func:`class_variants` list the members a small move would put in
+another class, so that a verdict read on the classes can be checked against every such move.
 """
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
@@ -40,6 +47,10 @@ class Certificate:
     lr: float
     window: int
     tol: float
+
+    def classes(self, band: float = 2.0) -> list[str]:
+        """The class of every member against ``tol`` with a margin ``band`` (:func:`band_class`)."""
+        return band_classes(self.rel_change, self.tol, band)
 
     @property
     def all_certified(self) -> bool:
@@ -97,3 +108,74 @@ def stationarity(loss: Callable[[list[torch.Tensor]], torch.Tensor], params: Par
     if grad_tol is not None:
         certified = certified & torch.tensor(rel_grad <= grad_tol)
     return Certificate(certified.reshape(-1), rel.reshape(-1), rel_grad, lr, window, tol)
+
+
+# ---------------------------------------------------------------------------------------------
+# A margin band: a certificate that does not flip on a knife edge
+# ---------------------------------------------------------------------------------------------
+CERTIFIED, UNDECIDED, NOT_CERTIFIED = "certified", "undecided", "not certified"
+CLASSES = (CERTIFIED, UNDECIDED, NOT_CERTIFIED)
+
+
+def band_class(change: float, tol: float, band: float = 2.0) -> str:
+    """The class of one measured change against the tolerance ``tol`` with a margin ``band > 1``:
+    :data:`CERTIFIED` below ``tol / band``, :data:`NOT_CERTIFIED` above ``tol * band``,
+    :data:`UNDECIDED` in between (edges included), and :data:`NOT_CERTIFIED` for a non-finite
+    change.
+
+    A single threshold decides a network at 0.99 x ``tol`` one way and one at 1.01 x ``tol`` the
+    other, so a change of the machine's kernels (which moves a trained network's change by a few
+    percent of its size) can move it across. ``band`` should cover that variation (measure the
+    change of the same runs under another kernel); only the networks clear of the band on either
+    side are read as certified or not."""
+    if not tol > 0 or not band > 1:
+        raise ValueError(f"band_class needs tol > 0 and band > 1, got tol={tol}, band={band}")
+    change = float(change)
+    if not math.isfinite(change):
+        return NOT_CERTIFIED
+    if change < tol / band:
+        return CERTIFIED
+    if change > tol * band:
+        return NOT_CERTIFIED
+    return UNDECIDED
+
+
+def band_classes(changes: Sequence[float] | torch.Tensor, tol: float, band: float = 2.0) -> list[str]:
+    """:func:`band_class` of every change (a sequence or a tensor, flattened)."""
+    values = changes.reshape(-1).tolist() if isinstance(changes, torch.Tensor) else list(changes)
+    return [band_class(c, tol, band) for c in values]
+
+
+def class_counts(classes: Sequence[str]) -> dict[str, int]:
+    """How many of ``classes`` fall in each of :data:`CLASSES` (in that order, zeros included)."""
+    return {c: sum(x == c for x in classes) for c in CLASSES}
+
+
+def edge_moves(changes: Sequence[float] | torch.Tensor, tol: float, band: float = 2.0,
+               shift: float = 0.05) -> list[tuple[int, str]]:
+    """The members whose class changes when their change alone moves by ``shift * tol`` (up or
+    down), with the class they would move to: ``[(index, class), ...]``. A verdict read on the
+    classes is stable against one network moving by that much when it is the same under every
+    move listed here (see :func:`class_variants`)."""
+    values = changes.reshape(-1).tolist() if isinstance(changes, torch.Tensor) else list(changes)
+    out = []
+    for i, c in enumerate(values):
+        here = band_class(c, tol, band)
+        for moved in (c - shift * tol, c + shift * tol):
+            other = band_class(moved, tol, band)
+            if other != here and (i, other) not in out:
+                out.append((i, other))
+    return out
+
+
+def class_variants(changes: Sequence[float] | torch.Tensor, tol: float, band: float = 2.0,
+                   shift: float = 0.05) -> list[list[str]]:
+    """The classes of ``changes`` (first), then one variant per entry of :func:`edge_moves`: the
+    same classes with that one member moved to its neighbouring class."""
+    base = band_classes(changes, tol, band)
+    variants = [base]
+    for i, other in edge_moves(changes, tol, band, shift):
+        v = list(base)
+        v[i] = other
+        variants.append(v)
+    return variants

@@ -44,6 +44,17 @@ def load(root: Path = ROOT) -> dict[str, Any]:
     return {"runs": [run_name(k, s) for k, s in RUNS], "chapters": {}}
 
 
+def committed_claims(chapter: str, root: Path = ROOT) -> tuple[dict[str, dict[str, dict[str, Any]]], bool]:
+    """What the committed budget sweep gives for ``chapter`` (``chapters/<part>/NN_slug``), for a
+    page to show beside its own run: ``({run name: {claim id: {"measured", "verdict", "value"}}},
+    current)``, the runs that finished (in the order of :data:`RUNS`), and whether they were made
+    on the chapter's current source (:func:`is_current`; else on an earlier version)."""
+    entry = load(root)["chapters"].get(chapter, {})
+    runs = {name: run["claims"] for k, s in RUNS
+            if (run := entry.get("runs", {}).get(name := run_name(k, s))) and run.get("ok")}
+    return runs, bool(entry) and is_current(chapter, entry, root)
+
+
 def verdict_changes(entry: dict[str, Any], seed_entry: dict[str, Any] | None) -> dict[str, list[str]]:
     """Per claim id: the runs (``x3/seed0``, ...) whose verdict differs from the x1 run on the same
     seed (the seed sweep's), or where the claim is missing."""

@@ -11,5 +11,7 @@
 - :mod:`.sweeps`         the depth sweep of Figure 1 trained with the batched engine, cached
 - :mod:`.measures`       the depth sweep read network by network (ranks, costs, Theorem 6's and
   Corollary 8's quantities), distances between learned functions, the collapse factorial's table
+- :mod:`.depth_sweep`    the depth sweep read on a set of networks (ranges, affine law, rates), the
+  certificate's classes and the verdicts that survive them, Figure 1(a)/(b) redrawn
 - :mod:`.symmetry`       Figure 2's measures: path crossings, orbit ratios, k-NN R^2, plane grids
 """
