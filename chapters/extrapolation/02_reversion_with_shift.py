@@ -664,9 +664,11 @@ glue("ocs2-sigma-mlp", float(s_mlp[0, -1] / s_mlp[0, 0]), display=False)
 
 # %% tags=["nbval-check-output"]
 # Across machines these statistics of trained networks move with the CPU's kernels as they move, only more,
-# from seed to seed: each value is compared within a quarter of its range over seeds 0-4 (the committed seed sweep,
-# book/data/seed_sweep.json; the verdicts exactly), not within a difference seen on one machine.
-tolerance.set_seed_range_vtols(ledger, {"fig2-ce": 0.416, "cnn-ce-drop": 0.0904, "cnn-ce-trend": 0.0343, "cnn-mse-early": 1.16,
+# from seed to seed: each value is compared within its range over seeds 0-4 (the committed seed sweep,
+# book/data/seed_sweep.json; the verdicts exactly), not within a difference seen on one machine. The whole range,
+# not a quarter as on pages 08-10: under generic kernels (ATen default, MKL COMPATIBLE, oneDNN SSE4.1) two NLL
+# statistics moved by 0.3 of their ranges, i.e. another machine's kernels act here like another seed.
+tolerance.set_seed_range_vtols(ledger, fraction=1.0, ranges={"fig2-ce": 0.416, "cnn-ce-drop": 0.0904, "cnn-ce-trend": 0.0343, "cnn-mse-early": 1.16,
     "cnn-mse-rise": 2.64, "mlp-ce-drop": 0.241, "mlp-ce-trend": 0.429, "mlp-mse-early": 0.903,
     "mlp-mse-rise": 2.46, "nll-sigma-cnn-vs-mlp": 0.318, "cnn-nll-kl": 0.106, "mlp-nll-sigma": 0.27,
     "mlp-nll-kl": 0.559, "ce-outnorm-shrinks": 0.707, "ce-norm-tracks-kl": 0.279, "fig1-similar": 0.0449,

@@ -141,7 +141,11 @@ ledger.below("p4-aligned-small-as-written", "P4", "added under issue 29: P4's ow
              "P4 fails: <= 0.9", float(align_small.median()), 0.9, fmt=".2f", items="p4", bearing="qualifies",
              origin="prior: P4's reading and bound, as committed before the first run; bearing qualifies after seeds "
                     "0-4 (it holds on seed 3)",
-             falsifier="a pooled median alignment > 0.9 (the small-init runs align as P4 says)")
+             falsifier="a pooled median alignment > 0.9 (the small-init runs align as P4 says)",
+             # the median of two groups (depth-4 pairs near 0.4, depth-6 pairs near 0.8) lands in either group
+             # with the CPU's kernels (0.72 here, 0.55 under generic kernels): across machines only the
+             # verdict is compared (an alignment lies in [0, 1], so a value tolerance of 1 admits any value)
+             vtol=1.0)
 ledger.above("p4-aligned-small", "P4", f"small init, depth {L_slow}: median alignment of adjacent middle layers; "
              "prediction P4 said > 0.9 over all small runs; at this depth that holds on seeds 2-4, not on 0 and 1 "
              "(0.80, 0.81; bound 0.6 set after seeds 0-4); restated 2026-11-26 at one depth", "qualified: > 0.6",
