@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
@@ -186,3 +187,16 @@ def test_committed_claims_gives_a_page_the_finished_runs_and_whether_they_are_cu
     py.write_text("x = 2\n")  # the page changed since the sweep
     assert budget_table.committed_claims(name, tmp_path)[1] is False
     assert budget_table.committed_claims("chapters/part/02_none", tmp_path) == ({}, False)
+
+
+def test_budget_readings_reads_a_claims_runs_from_the_file(tmp_path: Path) -> None:
+    name = "chapters/part/01_x"
+    (tmp_path / "chapters" / "part").mkdir(parents=True)
+    (tmp_path / f"{name}.py").write_text("x = 1\n")
+    (tmp_path / "book" / "data").mkdir(parents=True)
+    row = {"measured": "0.08", "verdict": "FAIL", "value": 0.08}
+    data = {"runs": [], "chapters": {name: {"source": "old", "runs": {
+        "x3/seed0": {"ok": True, "claims": {"c": row}}, "x3/seed1": {"ok": False, "claims": {}}}}}}
+    (tmp_path / budget_table.SWEEP_PATH).write_text(json.dumps(data))
+    assert budget_table.budget_readings(name, "c", tmp_path) == "x3/seed0 FAIL 0.08"
+    assert budget_table.budget_readings(name, "other", tmp_path) == "no committed budget run"

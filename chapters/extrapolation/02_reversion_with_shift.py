@@ -83,6 +83,7 @@ from implicit_bias import data, models, plotting
 from implicit_bias.extrapolation import ocs, ood, tasks, tolerance
 from implicit_bias.chapter import start_chapter
 from implicit_bias.claims import Ledger
+from implicit_bias.book import budget_table
 
 P, dev = start_chapter(PROFILES, profile=profile, seed=seed, device=device)
 if dataset is not None:
@@ -602,8 +603,11 @@ ledger.below("mlp-nll-sigma", "Fig. 2", f"MLP Gaussian: log std ratio sev 5 / se
              "variance increases (contradicted here)", ub(log_sigma["mlp"]), 0.0,
              items=["claim-not-shrinking", "fig2"], bearing="contradicts", proxy=True, origin="prior",
              falsifier="the Gaussian MLP's predicted std at severity 5 is not below its clean value by 2 SE (it grows, as the paper says)")
-ledger.above("mlp-nll-kl", "Fig. 3", f"MLP Gaussian: KL sev 5 minus sev 0, mean over shifts ({STAT})",
-             "distance falls (contradicted here)", lb(kl_change["mlp"]), 0.0, bearing="contradicts", **FIG3,
+ledger.above("mlp-nll-kl", "Fig. 3", f"MLP Gaussian: KL sev 5 minus sev 0, mean over shifts ({STAT}). At 3x the "
+             "epochs it holds on one seed of two ("
+             + budget_table.budget_readings("chapters/extrapolation/02_reversion_with_shift", "mlp-nll-kl")
+             + ", committed budget sweep): the rise is not a contradiction at this budget, it qualifies Fig. 3",
+             "distance falls (qualified here)", lb(kl_change["mlp"]), 0.0, bearing="qualifies", **FIG3,
              falsifier="the Gaussian MLP's KL to the OCS at severity 5 is not above its clean value by 2 SE")
 # mechanism and Fig. 1 on the same cross-entropy networks
 out_max = max(ub(np.log(out_ratio[arch][:, a, -1])) for arch in ("cnn", "mlp") for a in SIGNAL)
@@ -665,10 +669,9 @@ glue("ocs2-sigma-mlp", float(s_mlp[0, -1] / s_mlp[0, 0]), display=False)
 # %% tags=["nbval-check-output"]
 # Across machines these statistics of trained networks move with the CPU's kernels as they move, only more,
 # from seed to seed: each value is compared within its range over seeds 0-4 (the committed seed sweep,
-# book/data/seed_sweep.json; the verdicts exactly), not within a difference seen on one machine. The whole range,
-# not a quarter as on pages 08-10: under generic kernels (ATen default, MKL COMPATIBLE, oneDNN SSE4.1) two NLL
-# statistics moved by 0.3 of their ranges, i.e. another machine's kernels act here like another seed.
-tolerance.set_seed_range_vtols(ledger, fraction=1.0, ranges={"fig2-ce": 0.416, "cnn-ce-drop": 0.0904, "cnn-ce-trend": 0.0343, "cnn-mse-early": 1.16,
+# book/data/seed_sweep.json; the verdicts exactly), not within a difference seen on one machine (the whole range:
+# under generic kernels two NLL statistics moved by 0.3 of theirs; see implicit_bias.extrapolation.tolerance).
+tolerance.set_seed_range_vtols(ledger, {"fig2-ce": 0.416, "cnn-ce-drop": 0.0904, "cnn-ce-trend": 0.0343, "cnn-mse-early": 1.16,
     "cnn-mse-rise": 2.64, "mlp-ce-drop": 0.241, "mlp-ce-trend": 0.429, "mlp-mse-early": 0.903,
     "mlp-mse-rise": 2.46, "nll-sigma-cnn-vs-mlp": 0.318, "cnn-nll-kl": 0.106, "mlp-nll-sigma": 0.27,
     "mlp-nll-kl": 0.559, "ce-outnorm-shrinks": 0.707, "ce-norm-tracks-kl": 0.279, "fig1-similar": 0.0449,

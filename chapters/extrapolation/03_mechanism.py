@@ -71,6 +71,7 @@ from implicit_bias import plotting
 from implicit_bias.extrapolation import ocs, tasks
 from implicit_bias.chapter import start_chapter
 from implicit_bias.claims import Ledger
+from implicit_bias.book import budget_table
 
 P, dev = start_chapter(PROFILES, profile=profile, seed=seed, device=device)
 ledger = Ledger("extrapolation/03_mechanism")
@@ -441,7 +442,9 @@ plt.close(fig)
 # page: the depth comparison that holds without normalisation fails with BN and LN
 # (`norm-depth-bnln`), the constant that is much nearer the OCS with LayerNorm is far from it
 # without normalisation (`const-mse-nn-bn`, `const-mse-ln-vs-nn`), and the fall of the distance to the reward networks' own
-# constant comes with a *rise* of the distance to the OCS without normalisation (`mse-nn-away`).
+# constant comes with a *rise* of the distance to the OCS without normalisation (`mse-nn-away`) at
+# this budget; at three times the epochs the distance falls instead on both swept seeds, so that row
+# qualifies Sec. 4.1 and is not a counterexample (its statement reads the committed budget sweep).
 
 # %%
 glue("ocs3-kse", K_SE, display=False)
@@ -531,9 +534,12 @@ ledger.below("mse-nn-norm-shrinks", "Fig. 4", f"rewards, no norm: log output nor
              "decreases with shift", ub(log_out_mse[None]), 0.0, fmt=".2f", items="fig4-norms", bearing="supports",
              proxy=True, origin="after-seeds: written after seeing seed 0",
              falsifier="the reward networks' output norm ratio at severity 5 is not below 1 by 2 SE (no norm)")
-ledger.above("mse-nn-away", "Sec. 4.1", f"rewards, no norm: distance to the OCS sev 5 minus sev 0 ({LO})",
-             "smaller norms, closer to the OCS (contradicted)", lb(-drop[None, "mse"]), 0.0, fmt=".2f",
-             items=["mechanism", "hypothesis"], bearing="contradicts", proxy=True, origin="after-seeds: written after seeing seed 0",
+ledger.above("mse-nn-away", "Sec. 4.1", f"rewards, no norm: distance to the OCS sev 5 minus sev 0 ({LO}). At 3x "
+             "the epochs the distance falls instead, on both seeds ("
+             + budget_table.budget_readings("chapters/extrapolation/03_mechanism", "mse-nn-away")
+             + ", committed budget sweep): the rise is an effect of short training, so it qualifies Sec. 4.1",
+             "smaller norms, closer to the OCS (qualified)", lb(-drop[None, "mse"]), 0.0, fmt=".2f",
+             items=["mechanism", "hypothesis"], bearing="qualifies", proxy=True, origin="after-seeds: written after seeing seed 0",
              falsifier="the un-normalised reward networks' distance to the OCS at severity 5 is not above its clean value by 2 SE (they revert)")
 ledger.above("mse-ln-reverts", "Fig. 11", f"rewards, LN: distance to the OCS sev 0 minus sev 5 ({LO})",
              "predictions revert (here only with LN)", lb(drop["layer", "mse"]), 0.0, fmt=".2f", items=["fig11", "hypothesis"],

@@ -473,7 +473,7 @@ glue("ocs8-kl-mnist", " ".join(f"{v:.2f}" for v in M["kl"].mean(0)), display=Fal
 
 # %% tags=["nbval-check-output"]
 # Across machines these statistics of trained CNNs move with the CPU's kernels as they do, more, from seed to seed:
-# each value is compared within a quarter of its range over seeds 0-4 (book/data/seed_sweep.json when set; the
+# each value is compared within its range over seeds 0-4 (book/data/seed_sweep.json when set; the
 # verdicts exactly). The ranges are those of the committed sweep, not differences seen on one machine.
 tolerance.set_seed_range_vtols(ledger, {"accuracy": 0.016, "nll-fits": 0.023, "fig2-ce": 0.392, "ce-kl-falls": 0.106, "nll-sigma-grows": 0.142,
               "nll-kl-falls": 0.152, "fgsm-ood": 0.009, "fgsm-farther": 0.076, "fgsm-norms": 0.051})

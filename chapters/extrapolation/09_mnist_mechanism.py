@@ -456,7 +456,7 @@ glue("ocs9-change-summary", (f"Between chapter 03's setting (8x8 digits, blur) a
 
 # %% tags=["nbval-check-output"]
 # Across machines these statistics of trained CNNs move with the CPU's kernels as they do, more, from seed to seed:
-# each value is compared within a quarter of its range over seeds 0-4 (book/data/seed_sweep.json when set; the
+# each value is compared within its range over seeds 0-4 (book/data/seed_sweep.json when set; the
 # verdicts exactly). The ranges are those of the committed sweep, not differences seen on one machine.
 tolerance.set_seed_range_vtols(ledger, {"accuracy": 0.016, "norm-output-nn": 0.274, "norm-depth-nn": 0.204, "norm-trend-nn": 0.369,
               "norm-depth-bnln": 0.211, "proj-falls-nn": 0.018, "const-not-ocs": 0.124, "ce-reverts-all": 0.186})

@@ -520,7 +520,7 @@ glue("ocs10-mnist-rho", "; ".join(mn_sentence) + "." if mn_sentence else "not ru
 # seeds 0-4 ({doc}`/book/robustness`). **Across machines** the Fig. 9 rows are statistics of trained
 # CNNs, whose convolutions another CPU computes with other kernels: on an AVX2 machine
 # `fig9-impulse-not-away` measured 0.012 against -0.013 here. Their values are compared across
-# machines within a quarter of their range over seeds 0-4 (stated in the last cell), a tolerance set by
+# machines within their range over seeds 0-4 (stated in the last cell), a tolerance set by
 # what the statistic does from seed to seed, not by one machine; the verdicts must agree exactly.
 #
 # ## Guidance: when to rely on reversion
@@ -569,7 +569,7 @@ glue("ocs10-mnist-rho", "; ".join(mn_sentence) + "." if mn_sentence else "not ru
 
 # %% tags=["nbval-check-output"]
 # Across machines the Gaussian-NLL CNN's statistics move with the CPU's convolution kernels as they do, more, from seed
-# to seed: each value is compared within a quarter of its range over seeds 0-4 (book/data/seed_sweep.json when set:
+# to seed: each value is compared within its range over seeds 0-4 (book/data/seed_sweep.json when set:
 # impulse-not-away -0.105..0.143, mu-up 0.676..1.102, blur-early 0.044..0.305, norm-impulse 0.222..0.303, norm-blur
 # -1.289..-1.136), the verdicts exactly; not a difference seen on one machine.
 tolerance.set_seed_range_vtols(ledger, {"fig9-impulse-not-away": 0.248, "fig9-mu-up": 0.426, "fig9-blur-early": 0.261,

@@ -17,7 +17,10 @@ def _ledger(value: float) -> Ledger:
 
 def test_vtol_is_a_fraction_of_the_seed_range_and_compare_uses_it():
     ref = _ledger(0.5)
-    set_seed_range_vtols(ref, {"a": 0.4})
+    whole = _ledger(0.5)
+    set_seed_range_vtols(whole, {"a": 0.4})  # default: the whole range over seeds 0-4
+    assert whole["a"].vtol == pytest.approx(0.4)
+    set_seed_range_vtols(ref, {"a": 0.4}, fraction=0.25)
     assert ref["a"].vtol == pytest.approx(0.1) and ref["b"].vtol is None
     near, far = _ledger(0.59), _ledger(0.75)
     payload = lambda led: {"claims": [c.__dict__ | {"items": list(c.items)} for c in led.claims]}

@@ -55,6 +55,16 @@ def committed_claims(chapter: str, root: Path = ROOT) -> tuple[dict[str, dict[st
     return runs, bool(entry) and is_current(chapter, entry, root)
 
 
+def budget_readings(chapter: str, claim: str, root: Path = ROOT) -> str:
+    """One line for a page's text: the verdict and measured value of ``claim`` in each finished run
+    of the committed budget sweep (``"x3/seed0 FAIL 0.08, x3/seed1 FAIL 0.06"``), or ``"no
+    committed budget run"``. Read from the file, so a statement never types a swept number."""
+    runs, _ = committed_claims(chapter, root)
+    parts = [f"{name} {row['verdict']} {row['measured']}" for name, claims in runs.items()
+             if (row := claims.get(claim))]
+    return ", ".join(parts) or "no committed budget run"
+
+
 def verdict_changes(entry: dict[str, Any], seed_entry: dict[str, Any] | None) -> dict[str, list[str]]:
     """Per claim id: the runs (``x3/seed0``, ...) whose verdict differs from the x1 run on the same
     seed (the seed sweep's), or where the claim is missing."""
