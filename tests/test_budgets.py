@@ -86,13 +86,38 @@ def test_adopt_keeps_runs_only_when_the_edit_changed_no_number(tmp_path: Path,
     name = "chapters/part/01_page"
     ledger = lambda value: {"claims": {"claims": [{"id": "a", "value": value, "lo": 0.5, "hi": None,
                                                     "measured": f"{value}"}]}}
-    for swept_value, adopted in ((0.9, [name]), (0.8, [])):
+    for swept_value, adopted in ((0.9, [name]), (0.6, [])):  # 0.6: beyond the tolerance across machines
         budgets.save({"chapters": {name: {"source": "old", "budget_keys": ["steps"], "runs": {}}}}, tmp_path)
         monkeypatch.setattr(budgets, "_swept_notebook", lambda *a, v=swept_value: ledger(v))
         monkeypatch.setattr(report, "read_glued", lambda nb: ledger(0.9))
         assert budgets.adopt(tmp_path) == adopted
         source = budgets.load(tmp_path)["chapters"][name]["source"]
         assert (source == budgets.source_digest(py)) == bool(adopted)
+
+
+def test_adopt_accepts_values_moved_within_the_kernel_tolerance(tmp_path: Path,
+                                                                monkeypatch: pytest.MonkeyPatch) -> None:
+    """A page re-executed under other kernels keeps its budget runs when its values moved by no more
+    than the tolerance across machines and no verdict or passing region changed; a larger move, a
+    changed verdict or a changed threshold drops them."""
+    from implicit_bias.book import report
+
+    py = _chapter(tmp_path, "x = 1\n")
+    py.with_suffix(".ipynb").write_text("{}")
+    name = "chapters/part/01_page"
+
+    def ledger(value: float, verdict: str = "PASS", lo: float = 0.5) -> dict:
+        return {"claims": {"claims": [{"id": "a", "origin": "paper", "statement": "s", "value": value,
+                                        "lo": lo, "hi": None, "vtol": 0.01, "verdict": verdict,
+                                        "measured": f"{value}"}]}}
+
+    cases = ((ledger(0.905), [name]), (ledger(0.95), []), (ledger(0.905, "FAIL"), []),
+             (ledger(0.905, lo=0.6), []))
+    for swept, adopted in cases:
+        budgets.save({"chapters": {name: {"source": "old", "budget_keys": ["steps"], "runs": {}}}}, tmp_path)
+        monkeypatch.setattr(budgets, "_swept_notebook", lambda *a, v=swept: v)
+        monkeypatch.setattr(report, "read_glued", lambda nb: ledger(0.9))
+        assert budgets.adopt(tmp_path) == adopted
 
 
 def test_save_keeps_the_chapters_of_its_own_root(tmp_path: Path) -> None:

@@ -210,6 +210,33 @@ def staleness(root: Path = ROOT, chapters: Sequence[Path] | None = None) -> tupl
     return problems, todo
 
 
+def _same_up_to_kernels(old: dict[str, Any], new: dict[str, Any]) -> bool:
+    """Whether two x1 ledgers differ only as two machines' kernels may make them differ: the same
+    claim ids in order, the same passing regions and verdicts, and every value within the current
+    ledger's tolerance across machines (its ``vtol``, else :func:`~implicit_bias.claims.default_vtol`,
+    the rule the test command applies to a re-executed notebook)."""
+    from types import SimpleNamespace
+
+    from ..claims import default_vtol
+
+    rows = lambda glued: (glued.get("claims") or {}).get("claims", [])
+    before, after = rows(old), rows(new)
+    if [r["id"] for r in before] != [r["id"] for r in after]:
+        return False
+    for b, a in zip(before, after):
+        if any(b.get(k) != a.get(k) for k in ("lo", "hi", "verdict")):
+            return False
+        if (b.get("value") is None) != (a.get("value") is None):
+            return False
+        if a.get("value") is not None:
+            tol = a.get("vtol")
+            if tol is None:
+                tol = default_vtol(SimpleNamespace(value=a["value"], lo=a.get("lo"), hi=a.get("hi")))
+            if not abs(a["value"] - b["value"]) <= tol:
+                return False
+    return True
+
+
 def _numbers(glued: dict[str, Any]) -> list[tuple[Any, ...]]:
     """What a chapter's x1 run computed: per claim, its id, value, passing region and measured text."""
     rows = (glued.get("claims") or {}).get("claims", [])
@@ -244,7 +271,9 @@ def adopt(root: Path = ROOT) -> list[str]:
     """Carry budget runs over to a chapter's new source when the edit did not change what the page
     computes: the committed x1 ledger of the swept source and of the current one have the same claim
     ids, values, passing regions and measured texts (an edit of prose, statements, bearings or
-    falsifiers). A run's verdicts then still stand. Returns the chapters adopted."""
+    falsifiers), or differ only as another machine's kernels may make them differ
+    (:func:`_same_up_to_kernels`: a page re-executed on a machine with other kernels). A run's
+    verdicts then still stand. Returns the chapters adopted."""
     from .report import read_glued
 
     data = load(root)
@@ -255,7 +284,10 @@ def adopt(root: Path = ROOT) -> list[str]:
         if not py.exists() or not nb.exists() or entry.get("source") == source_digest(py):
             continue
         old = _swept_notebook(py, entry.get("source", ""), root)
-        if old is not None and _numbers(old) == _numbers(read_glued(nb)):
+        if old is None:
+            continue
+        current = read_glued(nb)
+        if _numbers(old) == _numbers(current) or _same_up_to_kernels(old, current):
             entry["source"] = source_digest(py)
             entry["budget_keys"] = chapter_budget(py)
             adopted.append(chapter)
@@ -270,7 +302,8 @@ def cmd_budgets(args: Any) -> int:
 
     chapters = resolve_chapters(args.chapters, getattr(args, "all_matching", False))
     for name in adopt():
-        print(f"  adopted {name}: its edit changed no number of its x1 ledger, so its budget runs stand")
+        print(f"  adopted {name}: its x1 ledger is unchanged (up to the tolerance across machines), "
+              "so its budget runs stand")
     if not args.collect_only:
         start = time.perf_counter()
         failed = run_sweep(chapters, args.jobs, args.timeout, args.force)
