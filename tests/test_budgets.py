@@ -120,6 +120,30 @@ def test_adopt_accepts_values_moved_within_the_kernel_tolerance(tmp_path: Path,
         assert budgets.adopt(tmp_path) == adopted
 
 
+def test_a_run_on_other_data_than_the_page_is_recorded_as_failed(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A budget run whose page fell back to its stand-in data (the sweep's checkout has no local
+    MNIST) while the committed page ran on the real data must not enter the comparison."""
+    from types import SimpleNamespace
+
+    from implicit_bias.book import report
+    from implicit_bias.claims import Ledger
+
+    def ledger(proxy: bool, data: str) -> SimpleNamespace:
+        led = Ledger("p")
+        led.above("a", "Fig. 1", "s", "-", 0.9, 0.5, bearing="supports", items="fig1", proxy=proxy,
+                  origin="prior", falsifier="f")
+        return SimpleNamespace(executed=True, claims=led.claims, run="profile=ci", data=data)
+
+    page = ledger(False, "10,000 real MNIST digits")
+    for run, ok in ((ledger(False, "10,000 real MNIST digits"), True), (ledger(True, "8x8 digits"), False)):
+        monkeypatch.setattr(report, "collect_ledgers",
+                            lambda root, chapters, run=run: [page if root == budgets.ROOT else run])
+        result = budgets._ledger_of(3, 0, budgets.ROOT / "chapters/p/01_x.py")
+        assert result["ok"] is ok and result["data"] == run.data
+        assert ok or "other data than the committed page" in result["error"]
+        assert result["claims"]["a"].get("proxy", False) is (not ok)
+
+
 def test_save_keeps_the_chapters_of_its_own_root(tmp_path: Path) -> None:
     """``save(data, root)`` orders by the chapters under ``root``, not the repository's: written to
     another tree, a sweep must keep its chapters (it once dropped every one of them)."""

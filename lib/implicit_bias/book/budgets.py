@@ -72,6 +72,10 @@ def _execute_with_budget(k: int, seed: int, py: str, out: str, log_dir: str,
 
 
 def _ledger_of(k: int, seed: int, py: Path) -> dict[str, Any]:
+    """The claims of one budget run, with the data it used. A run whose claims are marked ``proxy``
+    where the committed page's are not (or the reverse) read other data than the page (e.g. the
+    checkout that ran it has no local MNIST and the page fell back to its stand-in): it is recorded
+    as failed, saying so, and is never compared with the page."""
     from .report import collect_ledgers
 
     led = collect_ledgers(run_folder(k, seed), [py])[0]
@@ -82,8 +86,21 @@ def _ledger_of(k: int, seed: int, py: Path) -> dict[str, Any]:
         row: dict[str, Any] = {"measured": c.measured, "verdict": c.verdict}
         if c.value is not None:
             row["value"] = c.value
+        if c.proxy:
+            row["proxy"] = True
         claims[c.id] = row
-    return {"ok": True, "run_info": led.run, "claims": claims}
+    result = {"ok": True, "run_info": led.run, "claims": claims}
+    if led.data:
+        result["data"] = led.data
+    committed = collect_ledgers(ROOT, [py])[0]
+    page = {c.id: c.proxy for c in committed.claims}
+    differ = sorted(c.id for c in led.claims if c.id in page and c.proxy != page[c.id])
+    if differ:
+        result.update(ok=False, error=(
+            f"the run used other data than the committed page ({led.data or 'data not stated'}; "
+            f"stand-in flags differ on {', '.join(differ)}): make the page's data available in the "
+            "checkout that runs the sweep (`make data-mnist`), then run it again"))
+    return result
 
 
 def pending(data: dict[str, Any], chapters: Sequence[Path]) -> list[tuple[Path, int, int]]:
