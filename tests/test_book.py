@@ -319,8 +319,6 @@ ASCII_MATH_LEFT = (
     "chapters/extrapolation/08_mnist",
     "chapters/extrapolation/09_mnist_mechanism",
     "chapters/extrapolation/10_which_constant",
-    "chapters/invariances/01_conserved_quantities",
-    "chapters/invariances/02_paths_and_trees",
     "chapters/invariances/04_reduced_alignment",
     "chapters/invariances/06_pairwise_invariance",
     "chapters/invariances/07_reduced_alignment_training",
