@@ -319,7 +319,6 @@ ASCII_MATH_LEFT = (
     "chapters/extrapolation/08_mnist",
     "chapters/extrapolation/09_mnist_mechanism",
     "chapters/extrapolation/10_which_constant",
-    "chapters/invariances/04_reduced_alignment",
     "chapters/rank_minimization/01_two_points_two_neurons",
     "chapters/rank_minimization/02_constant_probability",
     "chapters/rank_minimization/03_where_gradient_flow_goes",
