@@ -319,7 +319,6 @@ ASCII_MATH_LEFT = (
     "chapters/extrapolation/08_mnist",
     "chapters/extrapolation/09_mnist_mechanism",
     "chapters/extrapolation/10_which_constant",
-    "chapters/saddle_to_saddle/01_escape_directions",
     "chapters/synthesis/01_five_lenses",
     "chapters/synthesis/04_alignment_and_depth",
 )
