@@ -337,8 +337,9 @@ glue("cq-euler-ok", f"{euler_ok:.0e}", display=False)
 glue("cq-euler-bias", f"{euler_bias:.1e}", display=False)
 glue("cq-euler-bias-counted", f"{euler_bias_counted:.0e}", display=False)
 glue("cq-euler-identity", f"{euler_identity:.1e}", display=False)
-ledger.below("euler-init", "Lemma 3 (4), Eq. (12)", "Euler term <in,g_in> - <out,g_out> vanishes "
-             "for every unit of bias-free MLP, CNN+max-pool, ResNet blocks (learnable skips)",
+ledger.below("euler-init", "Lemma 3 (4), Eq. (12)", "Euler term "
+             r"$\langle\mathrm{in}_v,g_{\mathrm{in}_v}\rangle-\langle\mathrm{out}_v,g_{\mathrm{out}_v}\rangle$"
+             " vanishes for every unit of bias-free MLP, CNN+max-pool, ResNet blocks (learnable skips)",
              "first-order term 0", euler_ok, 1e-12, fmt=".1e", items=["lemma3-eq4", "eq12"],
              bearing="verifies",
              falsifier="the Euler term of some unit of the MLP, the CNN with max-pool or the "

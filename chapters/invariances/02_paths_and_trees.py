@@ -420,8 +420,9 @@ ledger.holds("def4-dfs-equals-dp", "Def. 4", "library check: the DFS path count 
              bearing="control", value=int((col("rho") == col("rho_dp")).sum()), lo=n_nets - 0.5,
              origin="theory: exact integer counts")
 size_ok = (col("tree") == col("H_size")) & (col("leaves") == col("rho"))
-ledger.holds("lemma6-tree-size", "Lemma 6 / Def. 9", "construction check: |T_G[V]| = |H_G| and "
-             "T_G has rho leaves", "T_G[V] = H_G", f"{int(size_ok.sum())}/{n_nets}",
+ledger.holds("lemma6-tree-size", "Lemma 6 / Def. 9", "construction check: "
+             "$|T_G[V]| = |\\mathcal H_G|$ and $T_G$ has $\\rho$ leaves",
+             "$T_G[V] = \\mathcal H_G$", f"{int(size_ok.sum())}/{n_nets}",
              bool(size_ok.all()), "exact integers", items="def9", bearing="control",
              value=int(size_ok.sum()), lo=n_nets - 0.5, origin="theory: exact integer counts")
 
@@ -451,7 +452,7 @@ ledger.below("mlp-graph", "Def. 2", "library check: the from_mlp graph computes 
              origin="theory: first-order round-off bound")
 ledger.below("mlp-lemma2", "Lemma 2", "models.MLP output = $\\mu(h(x))$", "exact identity",
              mlp_ratio, 2.0, items="lemma2", bearing="verifies",
-             falsifier="an input on which models.MLP and mu(h(x)) differ by more than twice the "
+             falsifier="an input on which models.MLP and $\\mu(h(x))$ differ by more than twice the "
                        "first-order round-off bound", origin="theory: first-order round-off bound")
 
 # %% [markdown]
@@ -508,17 +509,19 @@ glue("inv-eq2-ratio", eq2_ratio, display=False)
 glue("inv-n-sym", n_sym, display=False)
 
 ledger.below("rescale-h-roundoff", "Lemma 3 (symmetry)", "identity check: a random per-neuron "
-             "rescaling changes path values by at most (2 alpha + 4) u (ratio shown)",
+             "rescaling changes path values by at most $(2\\alpha + 4)\\,u$ (ratio shown)",
              "h invariant", h_ratio, 2.0, items="lemma3-eq4", bearing="control", origin="theory: first-order round-off bound")
-ledger.below("euler-identity", "Lemma 3 (4), Eq. (12)", "sum_in w dR/dw - sum_out w dR/dw = 0 "
-             "at every hidden vertex (ratio to 4 c u A_v)", "derivative 0", euler_ratio, 1.0,
+ledger.below("euler-identity", "Lemma 3 (4), Eq. (12)",
+             "$\\sum_{\\mathrm{IN}_v} w_e\\,\\partial_e\\mathcal R - \\sum_{\\mathrm{OUT}_v} "
+             "w_e\\,\\partial_e\\mathcal R = 0$ at every hidden vertex (ratio to $4\\,c\\,u\\,A_v$)",
+             "derivative 0", euler_ratio, 1.0,
              items=["eq12", "lemma3-eq4"], bearing="verifies",
-             falsifier="a hidden vertex at which the two sums differ by more than 4 c u A_v",
+             falsifier="a hidden vertex at which the two sums differ by more than $4\\,c\\,u\\,A_v$",
              origin="theory: first-order round-off bound")
 ledger.below("eq2-gradient", "Eq. (2)", "gradient through the fixed $\\mu$ equals autograd on $\\nu$ "
              "(ratio to $4\\,c\\,u\\,G_e$)", "equal", eq2_ratio, 1.0, items="eq2", bearing="verifies",
              falsifier="an edge whose gradient through the fixed tree differs from autograd's by "
-                       "more than 4 c u G_e",
+                       "more than $4\\,c\\,u\\,G_e$",
              origin="theory: first-order round-off bound")
 
 # %% [markdown]
@@ -616,13 +619,14 @@ glue("inv-def6-cut-ratio", f"{def6_ratio_cut:.2f}", display=False)
 ledger.above("risk-identity-relu", "Sec. 2", "ReLU MLPs are not odd: min over 4 nets of "
              "$\\max|\\nu(-x) + \\nu(x)| / \\max|\\nu(x)|$", "$\\ell(y\\,\\nu(x)) = \\ell(\\nu(yx))$", odd_relu, 0.1,
              fmt=".2f", items="risk-identity", bearing="contradicts",
-             falsifier="one of the four ReLU networks odd to within 0.1: max|nu(-x) + nu(x)| / "
-                       "max|nu(x)| at most 0.1", origin="prior")
+             falsifier="one of the four ReLU networks odd to within 0.1: "
+                       "$\\max|\\nu(-x) + \\nu(x)| / \\max|\\nu(x)|$ at most 0.1", origin="prior")
 ledger.below("risk-identity-linear", "Sec. 2", "negative control: for linear MLPs the same "
              "defect is round-off", "$\\ell(y\\,\\nu(x)) = \\ell(\\nu(yx))$", odd["linear"], 1e-12, fmt=".1e",
              items="risk-identity", bearing="control", origin="theory: float64 round-off")
 ledger.below("eq44-once", "App. C, Eq. (44)", "with the path factor counted once the path sum "
-             "equals sum_{e in F} w_e dR/dw_e (relative error)", "(44) as printed", eq44[:, 0].max(),
+             "equals $\\sum_{e\\in F} w_e\\,\\partial_{w_e}\\mathcal R$ (relative error)",
+             "(44) as printed", eq44[:, 0].max(),
              1e-12, fmt=".1e", items="eq44", bearing="control", origin="theory: float64 round-off")
 ledger.holds("eq44-printed", "App. C, Eq. (44)", "as printed (factor twice) it does not: smallest "
              "relative error over three networks, above 0.1 (value: its log10)", "(44)",
@@ -639,7 +643,7 @@ ledger.holds("def6-layer-drift", "Def. 6, Lemma 4, Assumption 1", "a Def. 6 laye
              def6[1, 0] > 1e-3 and def6_ratio_layer > 0.5 and def6_flips == 0,
              "> 1e-3, > 0.5, 0", items="def6", bearing="contradicts",
              falsifier="a weight changing sign, or the Lemma 4 quantity of the Def. 6 layer "
-                       "drifting by at most 1e-3 or shrinking with the step (ratio small/large eta "
+                       "drifting by at most 1e-3 or shrinking with the step (ratio small/large $\\eta$ "
                        "at most 0.5), as a GD slack would",
              value=def6_ratio_layer, lo=0.5, origin="prior")
 ledger.between("def6-cut-control", "Lemma 4", "negative control: for the input-output cut the "

@@ -232,8 +232,9 @@ ledger.above("lemma9-search-tight", "Lemma 9", "search check: the optimisation a
              "bound in every shape (min over shapes of the best ratio)", "(tightness not "
              "discussed)", min(search9), 0.98, fmt=".4f", items="lemma9", bearing="control",
              origin="prior")
-ledger.close("lemma9-extremal", "Lemma 9", "sharpness: the tensor sum_k e_k x e_k x w attains "
-             "min(a,b) exactly", "(tightness not discussed)",
+ledger.close("lemma9-extremal", "Lemma 9", "sharpness: the tensor "
+             r"$\sum_k e_k\otimes e_k\otimes w$ attains $\min(a,b)$ exactly",
+             "(tightness not discussed)",
              max(abs(e - 1) for e in extremal9), 0.0, atol=1e-12, fmt=".1e", items="lemma9",
              bearing="control", origin="theory: float64 round-off")
 

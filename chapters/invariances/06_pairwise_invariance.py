@@ -239,7 +239,8 @@ print(f"max |F_autograd - F_formula| / max |F| = {rate_err:.1e}; largest off-dia
       f"{rate_off:.2f} of the largest entry")
 glue("pw-c-rate-err", f"{rate_err:.0e}", display=False)
 ledger.below("eq5-rate-formula", "Lemma 3 (5), derived", "validation of the derived rate: "
-             "the off-diagonal drift rate equals -sum_i (1_v - 1_u)(e_u z_v - e_v z_u) (autograd)",
+             "the off-diagonal drift rate equals "
+             r"$-\sum_i (\mathbb 1_v - \mathbb 1_u)(e_u z_v - e_v z_u)$ (autograd)",
              "0 (Eq. 5)", rate_err, 1e-12, fmt=".1e", items="lemma3-eq5", bearing="control",
              origin="theory: float64 round-off")
 
@@ -279,7 +280,7 @@ ledger.above("eq5-sign-stable-drift", "Lemma 3 (5), Thm 1 (1), App. F (81-85)", 
 ledger.above("eq5-sign-stable-gf-limit", "Lemma 3 (5), Thm 1 (1)", "that drift does not vanish "
              "as $\\eta\\to 0$ (ratio smallest/largest $\\eta$)", "conserved", ratio(S["corr"]), 0.5,
              fmt=".2f", items=["lemma3-eq5", "thm1-p1"], bearing="contradicts",
-             falsifier="the drift shrinking with the step (ratio smallest/largest eta at most "
+             falsifier="the drift shrinking with the step (ratio smallest/largest $\\eta$ at most "
                        "0.5), as a discretisation slack would", origin="prior")
 ledger.holds("eq5-all-active-regime", "Prop. (pair drift)", "setup check: all units active on "
              "all samples at t=0 and no activation change during the run (changes)",

@@ -381,7 +381,7 @@ ledger.below("t2-eq13-linear", "Thm 2, Eq. (13)", "linear tail: max over steps a
              "$N_r = 0$ layers of $\\lVert W\\rVert_F^2 - \\lVert W\\rVert_2^2 - D$", "$\\le 0$", eq13["linear"], 0.0,
              fmt=".3g", items="thm2-eq13", bearing="qualifies",
              falsifier="$\\lVert W\\rVert_F^2 - \\lVert W\\rVert_2^2 - D$ above 0 at some recorded "
-                       "step of a linear N_r = 0 layer", origin="paper")
+                       "step of a linear $N_r = 0$ layer", origin="paper")
 ledger.below("t2-eq13-fc1-linear", "Thm 2, Eq. (13) ($N_r = 1$)", "linear tail, the layer before "
              "the ResNetFree block: max over steps of $\\lVert fc1\\rVert_F^2/2 - \\lVert fc1\\rVert_2^2 - D$, "
              "with the corrected constant 1/2 of Lemma 10 (stronger than the paper's 1/8)", "$\\le 0$ (1/8)",

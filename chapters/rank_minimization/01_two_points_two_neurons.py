@@ -271,7 +271,7 @@ ledger.holds("lemmas3-4", "Lemmas 3-4", "a 2x2 network with a row in $D$, or $\\
              "for every such network)", "no zero loss", f"{viol34} of {ratios34.numel()}; smallest ratio {lem34:.6f}",
              viol34 == 0, tolerance="0", items=["lemma3", "lemma4"], bearing="control", value=viol34, hi=0.5,
              origin="theory: Eckart-Young")
-ledger.below("lemma3-negative", "Lemma 3", "negative control: rank-1 networks with alpha < 0 and private neurons do "
+ledger.below("lemma3-negative", "Lemma 3", "negative control: rank-1 networks with $\\alpha < 0$ and private neurons do "
              "reach zero loss (largest relative residual)", "zero loss possible", neg_zero, 1e-10, fmt=".1e",
              items="lemma3", bearing="control", origin="theory: exact up to float64 rounding")
 
@@ -481,7 +481,8 @@ ledger.above("fig1-split-srank", "Lemmas 6, 7, 9", "runs that start and end spli
              items=["lemma6", "lemma7", "lemma9"], bearing="verifies",
              origin="after-seeds: was 'largest deviation < 0.01'; restated as a fraction after seed 1 showed one "
              "run at 0.011 that had passed through S",
-             falsifier="fewer than 99.9% of the runs that start and end split within 1e-3 of 2/(1+|cos theta|)")
+             falsifier="fewer than 99.9% of the runs that start and end split within 1e-3 of "
+                       "$2/(1+|\\cos\\theta|)$")
 ledger.holds("lemma6-fig1", "Lemma 6", "every converged run that ends split has its row angle inside Lemma 6's "
              "interval $[\\pi - \\theta, \\theta + 2\\arcsin(2r/\\sqrt3))$, no tolerance (count outside)", "always",
              f"{out6} of {int(split_end.sum())}", out6 == 0, tolerance="0", items="lemma6", bearing="verifies",
@@ -592,7 +593,7 @@ glue("rank1-drift-ratio", f"{drift_big / drift_small:.1f}", display=False)
 glue("rank1-grow-ratio", f"{grow_big / grow_small:.2f}", display=False)
 glue("rank1-drift-steps", f"{drift_small / P['check_lr']:.2f}", display=False)
 ledger.above("lr-agreement", "method", "converged/not converged agrees between the two step sizes",
-             ">= 0.95", agree, 0.95, items="fig1", bearing="control", origin="prior: 0.95, fixed before the run")
+             "$\\ge 0.95$", agree, 0.95, items="fig1", bearing="control", origin="prior: 0.95, fixed before the run")
 ledger.between("lemma9-first-order", "Lemma 9", "balancedness drift shrinks linearly with the step "
                "(ratio of max drifts for a 10x step change; an identity of gradient flow, so a check of the "
                "simulation)", "0 under GF", drift_big / drift_small, 5.0, 20.0, fmt=".1f", items="lemma9",

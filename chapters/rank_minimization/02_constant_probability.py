@@ -253,13 +253,14 @@ ledger.holds("lemma13-split-converge", "Lemma 13", "every run that starts split 
              bearing="verifies", value=split_fail, hi=0.5, origin="theory",
              falsifier="a split start with v(0) = 0 that does not converge")
 ledger.below("closed-form", "Lemmas 7, 9, 13", "split runs end at the closed-form limit (max abs error; the "
-             "cruder limit W = X^T misses by the initialisation scale 1e-4)", "not stated", cf_err, 1e-5, fmt=".1e",
+             "cruder limit $W = X^\\top$ misses by the initialisation scale 1e-4)", "not stated", cf_err, 1e-5, fmt=".1e",
              items=["lemma7", "lemma9", "lemma13"], bearing="verifies", origin="prior: a tenth of the init scale",
              falsifier="a split run ending 1e-5 or more from the closed-form limit")
 ledger.below("srank-theta", "Sec. 3", "split runs reach $\\mathrm{srank}(W) = 2/(1+|\\cos\\theta|)$ up to "
              "$O(\\mathrm{init})$, which tends to 1 as $\\theta\\to\\pi$ (max deviation)", "'large in general'", sr_split_err, 5e-3, fmt=".1e",
              items="sec3-approx", bearing="qualifies", origin="prior",
-             falsifier="a split run whose stable rank misses 2/(1+|cos theta|) by 0.005 or more (the closed form, which tends to 1 as theta -> pi, would not describe gradient flow)")
+             falsifier="a split run whose stable rank misses $2/(1+|\\cos\\theta|)$ by 0.005 or more (the closed "
+                       "form, which tends to 1 as $\\theta\\to\\pi$, would not describe gradient flow)")
 ledger.holds("lemma6-angle", "Lemma 6", "converged runs ending split: row angle inside Lemma 6's interval "
              "$[\\pi - \\theta, \\theta + 2\\arcsin(2r/\\sqrt3))$ and row norms inside its norm interval, no tolerance (count "
              "outside, both inits; largest share of the angle slack used in the measured column)", "always",
@@ -283,13 +284,14 @@ ledger.above("thm2-rank2-sweep", "Thm 2", "no converged run over random datasets
 ledger.above("wide-angle-low-rank", "Sec. 3", f"for $\\theta > 160^\\circ$, $P(\\mathrm{{srank}} < {thr}\\mid\\text{{converged}})$ (both inits)",
              "not even approximately low rank", min(frac_wide.values()), 0.95, items="sec3-approx", bearing="qualifies",
              origin="after-seeds: 0.95 set after pilot runs of an earlier version, then checked on seeds 0-4",
-             falsifier="fewer than 95% of the converged runs with theta > 160 deg end with stable rank below 1.05, under either initialisation")
+             falsifier="fewer than 95% of the converged runs with $\\theta > 160^\\circ$ end with stable rank below "
+                       "1.05, under either initialisation")
 srank_floor = min(cp.lemma6_srank_floor(t / DEG, 1e-4, 101) for t in np.linspace(90.5, 135, 10))
 glue("rankp-lem6-floor", f"{srank_floor:.2f}", display=False)
 ledger.above("narrow-angle-not-low", "Lemma 6", "for $\\theta\\le 135^\\circ$ no converged run ending split has srank "
              f"below 1.05 (the floor that Lemma 6's intervals imply there is {srank_floor:.2f})", "bounded away from 1",
              min(min_narrow_split.values()), thr, items="lemma6", bearing="verifies", origin="prior: the cut-off of the reading guide",
-             falsifier="a converged run ending split with theta <= 135 deg and stable rank below 1.05")
+             falsifier="a converged run ending split with $\\theta\\le 135^\\circ$ and stable rank below 1.05")
 ledger.above("ends-in-S-lower", "Sec. 3", "converged runs ending with a neuron in S (covered by no theorem): "
              "fraction with srank more than 0.05 below the split value $2/(1+|\\cos\\theta|)$ (smaller of the two inits)",
              "not even approximately low rank", min(S["below_cf"] for S in sweep.values()), 0.1, fmt=".2f",
@@ -391,9 +393,10 @@ ledger.holds("lemmas11-12", "Lemmas 11-12", "$v(0)=0$, split starts: $v_i$ stays
              "two; must be < 1)", "invariant set G", f"{tc['off_span']:.0e}; {tc['drop']:.0e}", off_drop < 1,
              tolerance="< 1e-10; > -1e-12", items=["lemma11", "lemma12"], bearing="verifies", value=off_drop, hi=1.0,
              origin="theory: 0 up to float64 rounding",
-             falsifier="v_i leaving span(y_i) by 1e-10 or more, or w_i.x_i decreasing by 1e-12 or more, on some record")
+             falsifier="$v_i$ leaving $\\mathrm{span}(y_i)$ by 1e-10 or more, or $w_i^\\top x_i$ decreasing by 1e-12 "
+                       "or more, on some record")
 ledger.above("lemma12-control", "Lemma 12", "negative control: paper's init, split starts with some "
-             "v_i(0).y_i < 0: fraction of runs in which w_i.x_i decreases", "(not covered)", tn_["dropped_frac"],
+             "$v_i(0)^\\top y_i < 0$: fraction of runs in which $w_i^\\top x_i$ decreases", "(not covered)", tn_["dropped_frac"],
              0.5, fmt=".2f", items="lemma12", bearing="control", origin="prior")
 
 # %% [markdown]
@@ -511,18 +514,20 @@ ledger.holds("thm3-bound", "Thm 3", "with $v(0)=0$, every run that starts split 
              tolerance="0", items="thm3", bearing="verifies", value=fails0, hi=0.5, origin="theory",
              falsifier="a split start with v(0) = 0 that ends outside the event E")
 ledger.above("thm3-paper-init", "Thm 3 remark", "with $\\lVert v_i(0)\\rVert = \\lVert w_i(0)\\rVert$ (the paper's experiment), the 99% "
-             "Wilson upper limit of P(E) is below the bound at every angle >= 160 deg (smallest bound minus upper "
+             "Wilson upper limit of $P(E)$ is below the bound at every angle $\\ge 160^\\circ$ (smallest bound minus upper "
              "limit)", "should hold under weaker init", gap_paper, 0.0, fmt=".3f", items="thm3-remark",
              bearing="contradicts", origin="paper: the bound of Theorem 3",
              vtol=0.01,
-             falsifier="at some angle >= 160 deg the 99% upper limit of P(E) with kappa = 1 reaches the bound")
+             falsifier="at some angle $\\ge 160^\\circ$ the 99% upper limit of $P(E)$ with $\\kappa = 1$ reaches "
+                       "the bound")
 ledger.above("thm3-thm2-init", "Thm 3 remark", "with $\\lVert v_i(0)\\rVert = 3\\lVert w_i(0)\\rVert$ (within Theorem 2's assumptions), "
-             "the 99% upper limit of P(E) is below the bound on the paper's dataset and at every angle >= 120 deg "
+             "the 99% upper limit of $P(E)$ is below the bound on the paper's dataset and at every angle $\\ge 120^\\circ$ "
              "(smallest bound minus upper limit)", "should hold under Thm 2's weaker init", gap_thm2, 0.0, fmt=".3f",
              items="thm3-remark", bearing="contradicts", vtol=0.01,
              origin="after-seeds: the bound is the paper's; 100 deg left out after seed 2, where the interval reached "
              "the bound",
-             falsifier="with kappa = 3 the 99% upper limit of P(E) reaches the bound on the paper's dataset or at some angle >= 120 deg")
+             falsifier="with $\\kappa = 3$ the 99% upper limit of $P(E)$ reaches the bound on the paper's dataset or "
+                       "at some angle $\\ge 120^\\circ$")
 ledger.below("thm3-fail-settled", "Thm 3 remark", "control for the two claims above: the split starts of their "
              "cells that end outside E have a dead neuron or sit at a flat stationary point (none still moving at the "
              "end), and at a 10x smaller step they end in E or not alike (fraction of these starts that are unsettled "
@@ -535,13 +540,15 @@ ledger.above("thm3-small-ratio", "Thm 3 remark", "with $0 < \\lVert v_i(0)\\rVer
              "weaker init",
              gap_small, 0.0, fmt=".3f", items="thm3-remark", bearing="qualifies",
              origin="paper: the bound of Theorem 3", vtol=0.01,
-             falsifier="for some kappa <= 0.01 and some angle the 99% upper limit of P(E) is below the bound (the bound rejected)")
+             falsifier="for some $\\kappa\\le 0.01$ and some angle the 99% upper limit of $P(E)$ is below the "
+                       "bound (the bound rejected)")
 ledger.above("thm3-death-rule", "Thm 3 remark", "$\\lVert v_i(0)\\rVert = \\lVert w_i(0)\\rVert$, runs starting split: 'converges iff "
              "$w_i(0)^\\top x_j + v_i(0)^\\top y_j > 0$ for both neurons' agrees with the outcome (fraction, all datasets)",
-             "(v(0) = 0 makes every split start converge)", agree_rule, 0.9, fmt=".3f", items="thm3-remark",
+             "($v(0) = 0$ makes every split start converge)", agree_rule, 0.9, fmt=".3f", items="thm3-remark",
              bearing="qualifies", origin="after-seeds: 0.9 set after pilot runs of an earlier version, then checked "
              "on seeds 0-4",
-             falsifier="the linearised rule agrees with fewer than 90% of the outcomes of the split starts at kappa = 1")
+             falsifier="the linearised rule agrees with fewer than 90% of the outcomes of the split starts at "
+                       "$\\kappa = 1$")
 
 # %% [markdown]
 # **Does a small ratio suffice at every angle?** No, and the runs above say why. The

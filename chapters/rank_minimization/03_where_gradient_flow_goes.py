@@ -200,17 +200,17 @@ ledger.holds("lemma13-map", "Lemma 13", "every start in S1 x S2 (away from the b
              "(count of pixels that do not, both maps)", "always", f"{bad13} of {sum(r['n_split'] for r in res.values())}",
              bad13 == 0, tolerance="0", items="lemma13", bearing="verifies", value=bad13, hi=0.5, origin="theory",
              falsifier="a start in S1 x S2 (away from the boundaries) that does not converge or does not end split")
-ledger.below("lemma13-control", "Lemma 13", "negative control: the same starts with v(0) != 0 do not all converge "
+ledger.below("lemma13-control", "Lemma 13", "negative control: the same starts with $v(0)\\neq 0$ do not all converge "
              "(larger converged fraction of the two datasets)", "(not covered)", max(ctrl.values()), 1.0, fmt=".3f",
              items="lemma13", bearing="control", origin="prior")
 same_k = sum(r["same_k"] for r in res.values())
-ledger.holds("same-Si-stuck", "Sec. 3.1", "no run whose neurons both start in the same S_i converges (count that do, "
+ledger.holds("same-Si-stuck", "Sec. 3.1", "no run whose neurons both start in the same $\\mathcal S_i$ converges (count that do, "
              "both maps; no lemma covers these starts): with the dead starts, a large share of initialisations never "
              "reaches zero loss, so 'avoids low-rank solutions with high probability' is a statement about the runs "
              "that converge", "avoids low rank with high probability",
              f"{same_k} of {sum(r['same_n'] for r in res.values())}", same_k == 0, tolerance="0",
              items="sec31-high-prob", bearing="qualifies", value=same_k, hi=0.5, origin="prior: 0, as for the lemmas",
-             falsifier="a run whose neurons both start in the same S_i and that converges")
+             falsifier="a run whose neurons both start in the same $\\mathcal S_i$ and that converges")
 
 # %%
 def show_torus(ax, image, M, xlabel, ylabel, **imshow_kw):
@@ -299,7 +299,7 @@ ledger.below("closed-form-map", "Lemmas 7, 9, 13", "stable rank on split starts 
              origin="after-seeds: lowered from 1e-3 after seeing the control (1e-3 did not separate the two limits)",
              falsifier="a split start whose stable rank misses the closed form by 2e-4 or more")
 ledger.above("closed-form-control", "Lemma 9", "negative control: the limit without Lemma 9's balance correction "
-             "(w.x_j = 1) misses by more than the tolerance on the 120-degree map (its initialisation radius is "
+             "($w^\\top x_j = 1$) misses by more than the tolerance on the 120-degree map (its initialisation radius is "
              "large enough to tell them apart)", "-", cf_naive["120"], 2e-4, fmt=".1e", items="lemma9",
              bearing="control", origin="prior")
 
@@ -359,7 +359,7 @@ ledger.holds("lemma6-F", "Lemma 6 (proof), Fig. 3", "every run that ends split h
              "(geometry exact; the radius uses the balance reached by gradient descent; count of runs outside, both "
              "maps)", "always", f"{outF} of {sum(n_es.values())}", outF == 0, tolerance="0", items=["lemma6", "fig3"],
              bearing="verifies", value=outF, hi=0.5, origin="theory",
-             falsifier="a run ending split with a neuron outside F_1 or F_2")
+             falsifier="a run ending split with a neuron outside $F_1$ or $F_2$")
 ledger.above("lemma6-F-control", "Lemma 6 (proof)", "negative control: without the half-strip of width "
              "$\\lVert w_i(0)\\rVert$ along $x_i$ (the part of $A_i$ that the initialisation adds), some end points fall outside (fraction, "
              "larger of the two maps)", "-", max(wedge.values()), 0.0, fmt=".3f", items="lemma6", bearing="control",

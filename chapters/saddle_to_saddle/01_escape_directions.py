@@ -187,7 +187,8 @@ print(f"depths {list(P['identity_depths'])}: largest relative error of homogenei
 ledger.below("identities", "Sec. 2.1, Prop. A.1", "homogeneity, Euler's identity and the two rates of "
              "Prop. A.1 hold at random points (largest relative error)", "exact", identity_err, 1e-10,
              fmt=".1e", items=["homogeneity", "propA1"], bearing="control", origin="theory")
-ledger.below("output-bound", "Sec. 2.2", "||Y|| <= (||theta||/sqrt L)^L ||X|| (largest ratio)", "<= 1",
+ledger.below("output-bound", "Sec. 2.2",
+             r"$\lVert Y\rVert_F\le(\lVert\theta\rVert/\sqrt L)^L\lVert X\rVert_F$ (largest ratio)", r"$\le 1$",
              bound_ratio, 1.0, fmt=".3f", items="output-bound", bearing="control", origin="theory")
 
 # %% [markdown]
@@ -235,12 +236,13 @@ print(f"Taylor remainder / ||Y||^2 at ||Y|| = 1e-1, 1e-2, 1e-3: largest spread {
       f"(right G), {wrong_spread:.2e} (cross-entropy with the square loss's G)")
 glue("sts1-taylor-spread", f"{spread:.2f}", display=False)
 glue("sts1-taylor-wrong", f"{wrong_spread:.1e}", display=False)
-ledger.below("taylor-remainder", "Eq. (1)", "the remainder of Eq. (1) is O(||Y||^2): its ratio to ||Y||^2 "
-             "varies by less than a factor 3 as ||Y|| goes from 1e-1 to 1e-3 (CE and square loss)",
-             "O(||Y||^2)", spread, 3.0, fmt=".3f", items="eq1", bearing="control",
+ledger.below("taylor-remainder", "Eq. (1)", r"the remainder of Eq. (1) is $O(\lVert Y\rVert^2)$: its ratio to "
+             r"$\lVert Y\rVert^2$ varies by less than a factor 3 as $\lVert Y\rVert$ goes from 1e-1 to "
+             "1e-3 (CE and square loss)",
+             r"$O(\lVert Y\rVert^2)$", spread, 3.0, fmt=".3f", items="eq1", bearing="control",
              origin="prior: the guide's factor 3")
-ledger.above("taylor-wrong-G", "Eq. (1), negative control", "with the square loss's G in place of the "
-             "cross-entropy's, the same ratio grows (like 1/||Y||)", "first-order error",
+ledger.above("taylor-wrong-G", "Eq. (1), negative control", "with the square loss's $G$ in place of the "
+             r"cross-entropy's, the same ratio grows (like $1/\lVert Y\rVert$)", "first-order error",
              wrong_spread, 10.0, fmt=".2e", items="eq1", bearing="control",
              origin="theory: a first-order error grows 100-fold over the two decades")
 
@@ -298,10 +300,10 @@ glue("sts1-restarts", P["solver_restarts"], display=False)
 glue("sts1-solver-ratio", f"{solver_ratio:.5f}", display=False)
 glue("sts1-solver-kkt", f"{solver_kkt:.0e}", display=False)
 ledger.below("fixture-kkt", "Def. 2.1", "the closed-form construction is an escape direction (largest KKT "
-             "residual over the depths)", "grad L_0 = -s rho", fixture_kkt, 1e-12, fmt=".1e",
+             "residual over the depths)", r"$\nabla\mathcal L_0 = -s\rho$", fixture_kkt, 1e-12, fmt=".1e",
              items="def21", bearing="control", origin="theory")
 ledger.between("solver-fixture", "Def. 2.1", "the solver's best restart reaches the closed-form speed "
-               "(ratio to s_1) ...", "s* >= s_1", solver_ratio, 1 - 1e-3, 1 + 1e-3, fmt=".6f",
+               "(ratio to $s_1$) ...", r"$s^*\ge s_1$", solver_ratio, 1 - 1e-3, 1 + 1e-3, fmt=".6f",
                items="def21", bearing="control", origin="prior")
 ledger.below("solver-kkt", "Def. 2.1", "... and is an escape direction (KKT residual)", "0 at an escape direction",
              solver_kkt, 1e-3, fmt=".1e", items="def21", bearing="control", origin="prior")
@@ -380,9 +382,9 @@ print(f"all depths: closed form with s_unit within {err_unit:.1e}; read with the
 glue("sts1-err-unit", f"{err_unit:.0e}", display=False)
 glue("sts1-err-def", f"{err_def:.2f}", display=False)
 glue("sts1-t-printed", f"{100 * t_printed:.0f}%", display=False)
-ledger.below("prop22-unit-speed", "Prop. 2.2", "the closed form holds along escape directions when s is the "
-             "unit-sphere speed L^(-L/2) s (largest relative error over L and t)",
-             "s of Def. 2.1 (sqrt(L)-sphere)", err_unit, 1e-6, fmt=".1e", items="prop22", bearing="qualifies",
+ledger.below("prop22-unit-speed", "Prop. 2.2", "the closed form holds along escape directions when $s$ is the "
+             "unit-sphere speed $L^{-L/2} s$ (largest relative error over $L$ and $t$)",
+             r"$s$ of Def. 2.1 ($\sqrt L$-sphere)", err_unit, 1e-6, fmt=".1e", items="prop22", bearing="qualifies",
              origin="theory: RK4 error below 1e-8 at this step",
              falsifier="the closed form with the unit-sphere speed off the float64 flow by 1e-6 or more (relative) at some depth or time")
 ledger.above("prop22-as-printed", "Prop. 2.2", "read with the speed of Def. 2.1, as printed, the closed form is "
@@ -390,18 +392,19 @@ ledger.above("prop22-as-printed", "Prop. 2.2", "read with the speed of Def. 2.1,
              fmt=".2f", items="prop22", bearing="contradicts", origin="prior",
              falsifier="the printed closed form (speed of Def. 2.1) within 50% of the integrated flow at some depth")
 ledger.below("prop22-direction", "Prop. 2.2", "the direction stays constant along the closed-form escape direction "
-             "(largest 1 - cos; a check of the integrator: the tangential gradient is 0 there by construction)",
+             r"(largest $1 - \cos$; a check of the integrator: the tangential gradient is 0 there by construction)",
              "constant", cos_dev, 1e-9, fmt=".1e", items="prop22", bearing="control", origin="theory")
 ledger.above("prop22-direction-control", "Prop. 2.2, negative control", "from a random start the direction "
-             "turns (1 - cos)", "-", cos_random, 1e-3, fmt=".3f", items="prop22", bearing="control", origin="prior")
-ledger.below("escape-time-corrected", "Sec. 2.2", "t_1(r) - t_0 = (R_0^(2-L) - r^(2-L)) / ((L-2) L s_unit) "
-             "matches the integrated time (relative error)", "[R_0^(2-L) + r^(2-L)]", t_err, 1e-6, fmt=".1e",
+             r"turns ($1 - \cos$)", "-", cos_random, 1e-3, fmt=".3f", items="prop22", bearing="control", origin="prior")
+ledger.below("escape-time-corrected", "Sec. 2.2",
+             r"$t_1(r) - t_0 = (R_0^{2-L} - r^{2-L}) / ((L-2) L s_{\mathrm{unit}})$ "
+             "matches the integrated time (relative error)", "$[R_0^{2-L} + r^{2-L}]$", t_err, 1e-6, fmt=".1e",
              items="escape-time", bearing="qualifies", origin="theory: RK4 error below 1e-8 at this step",
              falsifier="the corrected escape time off the integrated time by 1e-6 or more (relative)")
-ledger.above("escape-time-printed", "Sec. 2.2", "the printed formula (with +r^(2-L)) misses the integrated time "
-             "(largest relative error over L > 2; it shrinks like 2 (r/R_0)^(2-L))", "holds", t_printed, 0.05,
+ledger.above("escape-time-printed", "Sec. 2.2", "the printed formula (with $+r^{2-L}$) misses the integrated time "
+             "(largest relative error over $L > 2$; it shrinks like $2 (r/R_0)^{2-L}$)", "holds", t_printed, 0.05,
              fmt=".3f", items="escape-time", bearing="contradicts", origin="prior",
-             falsifier="the printed escape-time formula within 5% of the integrated time at every depth L > 2")
+             falsifier="the printed escape-time formula within 5% of the integrated time at every depth $L > 2$")
 
 # %% [markdown]
 # The closed form with the unit-sphere speed agrees with the integration to
@@ -472,8 +475,10 @@ print(f"time change (L = 3, random start): norm formula error {stime_err:.1e} wi
 for key, val in {"stime-err": f"{stime_err:.0e}", "stime-printed": f"{stime_printed:.2f}",
                  "tofs-err": f"{tofs_err:.0e}", "tofs-printed": f"{tofs_printed:.2f}"}.items():
     glue(f"sts1-{key}", val, display=False)
-ledger.below("time-change-with-L", "Sec. 2.1", "||theta(s)|| = ||theta(0)|| exp(-L int L_0) and t(s) with (L-2)L "
-             "hold along a turning path (largest relative error)", "exp(-int L_0), exp((L-2) int L_0)",
+ledger.below("time-change-with-L", "Sec. 2.1",
+             r"$\lVert\theta(s)\rVert = \lVert\theta(0)\rVert\exp(-L\int\mathcal L_0)$ and $t(s)$ "
+             "with $(L-2)L$ hold along a turning path (largest relative error)",
+             r"$\exp(-\int\mathcal L_0)$, $\exp((L-2)\int\mathcal L_0)$",
              max(stime_err, tofs_err), 1e-4, fmt=".1e", items="sec21-time-change", bearing="qualifies",
              origin="theory: trapezoidal s-time integral, error about 1e-6",
              falsifier="the forms with the factor L off the integrated path by 1e-4 or more (relative)")
@@ -544,29 +549,33 @@ for key, val in {"dev-large": f"{large['dev']:.0e}", "dev-mid": f"{mid['dev']:.0
                  "speed-small": f"{small['speed'] / s_best:.2f}", "kkt-large": f"{large['kkt']:.2f}",
                  "speed-large": f"{large['speed'] / s_best:.2f}"}.items():
     glue(f"sts1-{key}", val, display=False)
-ledger.below("scale-equivariance", "Sec. 2.2", "time-changed GD on L_0 from alpha theta_0 gives alpha times the "
+ledger.below("scale-equivariance", "Sec. 2.2", r"time-changed GD on $\mathcal L_0$ from "
+             r"$\alpha\theta_0$ gives $\alpha$ times the "
              "iterates (largest difference of directions)", "exact in s-time", equivariance, 1e-10, fmt=".1e",
              items="sec22-scale", bearing="control", origin="theory")
-ledger.below("tracks-l0", "Sec. 2.2", f"from alpha = {mid['alpha']:g}, GD on the cross-entropy follows the flow of "
-             "L_0 while the alpha = 1 run leaves its plateau (1 - cos; its outputs are alpha^L times those of the "
-             "alpha = 1 run, so by Eq. (1) the gap is of order their square: a check of the code)",
+ledger.below("tracks-l0", "Sec. 2.2", f"from $\\alpha$ = {mid['alpha']:g}, GD on the cross-entropy follows the flow of "
+             r"$\mathcal L_0$ while the $\alpha = 1$ run leaves its plateau ($1 - \cos$; its outputs are "
+             r"$\alpha^L$ times those of the $\alpha = 1$ run, so by Eq. (1) the gap is of order their square: "
+             "a check of the code)",
              "Taylor model valid up to the escape", mid["dev"], 1e-10, fmt=".1e", items=["sec22-scale", "eq1"],
              bearing="control", origin="prior")
-ledger.above("tracks-l0-control", "Sec. 2.2, negative control", "the alpha = 1 run has already left the flow "
-             "of L_0 there (log10 of 1 - cos)", "-", math.log10(max(large["dev"], 1e-300)), -7.0, fmt=".2f",
+ledger.above("tracks-l0-control", "Sec. 2.2, negative control", r"the $\alpha = 1$ run has already left the flow "
+             r"of $\mathcal L_0$ there ($\log_{10}$ of $1 - \cos$)", "-",
+             math.log10(max(large["dev"], 1e-300)), -7.0, fmt=".2f",
              items="sec22-scale", bearing="control", origin="prior")
-ledger.below("escape-kkt", "Sec. 2.2", f"from alpha = {small['alpha']:g}, the direction is close to an escape "
+ledger.below("escape-kkt", "Sec. 2.2", f"from $\\alpha$ = {small['alpha']:g}, the direction is close to an escape "
              "direction when the loss has fallen 5% (KKT residual)", "converges to an escape direction",
              small["kkt"], 0.5, fmt=".2f", items="sec22-scale", bearing="supports",
              origin="after-seeds: 0.4 at alpha = 1e-4 first; 0.5 at alpha = 1e-8 after a pilot on seeds 0-4",
-             falsifier="a KKT residual of 0.5 or more at the checkpoint from alpha = 1e-8 (the direction not near an escape direction)")
+             falsifier=r"a KKT residual of 0.5 or more at the checkpoint from $\alpha$ = 1e-8 (the direction not "
+                       "near an escape direction)")
 ledger.above("escape-speed", "Sec. 2.2, Sec. 5 (1)", f"... with a speed close to the best the solver finds "
-             "(ratio), at this very small scale only (the alpha = 1 control below is far from it)",
+             r"(ratio), at this very small scale only (the $\alpha = 1$ control below is far from it)",
              "GD finds the optimal escape (conjecture)", small["speed"] / s_best, 0.9, fmt=".3f",
              items=["sec22-scale", "conj1"], bearing="qualifies", proxy=True,
              origin="after-seeds: 0.85 at alpha = 1e-4 first; 0.9 at alpha = 1e-8 after a pilot on seeds 0-4",
-             falsifier="a speed at most 0.9 of the best the solver finds, from alpha = 1e-8")
-ledger.above("escape-kkt-control", "Sec. 2.2, negative control", "from alpha = 1 the loss falls before the "
+             falsifier=r"a speed at most 0.9 of the best the solver finds, from $\alpha$ = 1e-8")
+ledger.above("escape-kkt-control", "Sec. 2.2, negative control", r"from $\alpha = 1$ the loss falls before the "
              "direction is an escape direction (KKT residual)", "-", large["kkt"], 1.0, fmt=".2f",
              items="sec22-scale", bearing="control", origin="prior")
 
@@ -664,7 +673,7 @@ glue("sts1-lemma-n", n_mat, display=False)
 glue("sts1-lemma-min", f"{worst:.0e}", display=False)
 glue("sts1-lemma-control", f"{mixed} of {n_mat}", display=False)
 ledger.above("lemmaA6", "Lemma A.6", "non-negative matrices have non-negative top singular vectors (smallest "
-             "entry after one sign flip; Perron-Frobenius, a check of the SVD)", "u_1, v_1 >= 0", worst, -1e-12,
+             "entry after one sign flip; Perron-Frobenius, a check of the SVD)", r"$u_1, v_1\ge 0$", worst, -1e-12,
              fmt=".1e", items="lemA6", bearing="control", origin="theory")
 ledger.above("lemmaA6-control", "Lemma A.6, negative control", "Gaussian matrices: share with mixed-sign top "
              "vectors", "-", mixed / n_mat, 0.8, fmt=".2f", items="lemA6", bearing="control", origin="prior")

@@ -176,12 +176,12 @@ ledger.below("eq6-direct", "Eq. (6)", "Eq. (6) equals the direct sum over the da
              "closed form", eq6_err, 1e-12, fmt=".1e", items="eq6", bearing="verifies", origin="theory",
              falsifier="Eq. (6) and the direct sum over the eight points differing by 1e-12 or more somewhere on the grid")
 ledger.close("eq6-max", "Eq. (6), Example 1", r"the best rank-one speed is $\sqrt2 - 1$, at multiples of $\pi/4$",
-             "sqrt(2) - 1 = 0.414214", eq6_max, S1, atol=1e-12, fmt=".9f", items=["eq6", "ex1", "fig5"], bearing="supports",
+             r"$\sqrt2 - 1 = 0.414214$", eq6_max, S1, atol=1e-12, fmt=".9f", items=["eq6", "ex1", "fig5"], bearing="supports",
              origin="paper",
              falsifier=r"a best rank-one speed on the grid off $\sqrt2 - 1$ by more than 1e-12")
 ledger.between("rank-one-solver", "Example 1", "a solver restricted to rank-one layers reaches but never exceeds "
                r"$\sqrt2 - 1$ (best speed; a rank-one network is one neuron, whose best speed Eq. (6) and the "
-               "depth-2 certificate fix: a check of the solver)", "<= sqrt(2) - 1", r1_max, S1 - 1e-3, S1 + 1e-9,
+               "depth-2 certificate fix: a check of the solver)", r"$\le\sqrt2 - 1$", r1_max, S1 - 1e-3, S1 + 1e-9,
                fmt=".6f", items="ex1", bearing="control", origin="paper: the ceiling sqrt(2) - 1 (1e-9: rounding); the floor 1e-3 prior")
 
 # %%
@@ -395,7 +395,7 @@ ledger.below("eq2-local-optimum", "Example 1, footnote 2", "perturbed restarts f
              "direction (largest speed along the runs; implied by the certificate below)",
              "doubts that anything beats 1/2", warm_peak, 0.5 + 1e-6, fmt=".6f", items="fn2", bearing="control", origin="paper: 1/2 (1e-6: rounding)")
 ledger.above("eq2-kink", "Def. 2.1", r"Eq. (2) sits on a kink: with $\sigma'(0) = 0$ its KKT residual is far from 0",
-             "escape directions satisfy grad L_0 = -s rho", eq2_kkt, 0.5, fmt=".2f", items="def21", bearing="qualifies",
+             r"escape directions satisfy $\nabla\mathcal L_0 = -s\rho$", eq2_kkt, 0.5, fmt=".2f", items="def21", bearing="qualifies",
              origin="prior",
              falsifier=r"a KKT residual of Eq. (2) ($\sigma'(0) = 0$) of 0.5 or less")
 
@@ -445,7 +445,7 @@ for key, val in {"cert2": f"{cert2:.12f}", "cert3": f"{cert3.upper:.12f}", "cert
                  "cert-tight": f"{cert3.tight_patterns} of {len(cert3.per_pattern)}"}.items():
     glue(f"sts2-{key}", val, display=False)
 ledger.close("ex1-depth2-certified", "Example 1 (derived), Prop. 3.2", "at depth 2 one neuron is optimal: $s^*(2) = "
-             r"\max_\phi \lvert\langle g, \Phi(\phi)\rangle\rvert$ (exact, any width)", "sqrt(2) - 1 (the best rank-one speed)", cert2, S1,
+             r"\max_\phi \lvert\langle g, \Phi(\phi)\rangle\rvert$ (exact, any width)", r"$\sqrt2 - 1$ (the best rank-one speed)", cert2, S1,
              atol=1e-12, fmt=".12f", items=["ex1", "prop32"], bearing="supports", origin="theory",
              falsifier=r"the certified depth-2 optimum off $\sqrt2 - 1$ by more than 1e-12")
 ledger.below("fn2-certified", "Sec. 4, footnote 2", "at depth 3 and any width nothing escapes faster than 1/2: the "

@@ -275,7 +275,7 @@ ledger.holds("ex1-linear-deep", "Thm. 3.1", r"from the third layer on the ReLU i
              falsifier=r"a layer $\ell \ge 3$ of a depth $\ge 4$ optimum with nonlinearity $\nu$ of 1e-3 or more")
 ledger.below("abstract-l14", "Abstract, Sec. 1.3", r"on Example 1, $s_1$ of every layer $\ell \ge 2$ is more than $\ell^{1/4}$ "
              r"times $s_2$ (largest $\ell^{1/4} s_2/s_1$ over layers and the cold-restart optima)",
-             "s_1 >= l^(1/4) s_2 up to a constant", ratio_l14, 1.0, fmt=".1e", items="abstract-l14",
+             r"$s_1\ge\ell^{1/4} s_2$ up to a constant", ratio_l14, 1.0, fmt=".1e", items="abstract-l14",
              bearing="control", origin="paper")
 
 # %% [markdown]
@@ -428,12 +428,12 @@ glue_all({"k-ex1": f"{k_ex1:.1f}", "v-ex1": f"{v_ex1:,.0f}", "k-dig": f"{k_dig:.
           "syn-control": f"{violated} of {int(informative.sum())}"})
 ledger.above("thm31-vacuous", "Thm. 3.1", "on Example 1 and digits the bound is vacuous below layer $81c^2$, "
              r"computed from the rigorous $\kappa \ge \max(\lVert X\rVert_F/\lVert X\rVert_\mathrm{op}, \lVert G\rVert_F/\lVert G\rVert_\mathrm{op})$ (smaller of the two)",
-             "bound decays like l^(-1/2)", min(rig.values()), 100.0, fmt=".0f", items="thm31", bearing="qualifies",
+             r"bound decays like $\ell^{-1/2}$", min(rig.values()), 100.0, fmt=".0f", items="thm31", bearing="qualifies",
              origin="prior: 100, an order of magnitude above the deepest network of the book",
              falsifier="a rigorous lower bound $81c^2$ of 100 layers or less (the bound non-vacuous at practical depths)")
 ledger.holds("thm31-nonvacuous", "Thm. 3.1", rf"on nearly rank-one aligned data ($\kappa$ near 1) the optimum "
              "satisfies the bound at every layer where it is below 1 (largest measured / bound; layers with $B < 1$)",
-             "tau, tau, nu <= B(l)", f"{slack:.1e}; {int(informative.sum())} of {Ls}",
+             r"$\tau(W_\ell), \tau(Z^\sigma_\ell), \nu_\ell\le B(\ell)$", f"{slack:.1e}; {int(informative.sum())} of {Ls}",
              bool(informative.sum() >= Ls // 2) and slack <= 1.0, tolerance="<= 1; >= half the layers",
              items="thm31", bearing="control", value=slack, hi=1.0, origin="theory")
 ledger.above("thm31-control", "Thm. 3.1, negative control", "a random point of the sphere violates the bound "
@@ -498,7 +498,7 @@ ledger.above("gon-first-high-rank", "Thm. 3.1 (setting)", f"on {P['gon_n']} alte
 ledger.holds("gon-rate", "Thm. 3.1", "... and the tail energy collapses after it: the log-log slope "
              r"$\log(\tau(W_2)/\tau(W_1))/\log 2$ is far below the theorem's $-1/2$ (largest slope over the cold-restart optima "
              r"that reach the best speed; $\tau$ floored at 1e-6, the solver's accuracy; depths used, at least 2)",
-             "tau(W_l) = O(l^(-1/2))", f"{gon_slope:.1f}; {len(cold_g)}", gon_slope < -2.0 and len(cold_g) >= 2,
+             r"$\tau(W_\ell) = O(\ell^{-1/2})$", f"{gon_slope:.1f}; {len(cold_g)}", gon_slope < -2.0 and len(cold_g) >= 2,
              tolerance="< -2; >= 2", items="thm31", bearing="qualifies", value=gon_slope, hi=-2.0,
              origin=COLD_ORIGIN.format("-2 (four times the theorem's rate)"),
              falsifier=r"a log-log slope of $\tau$ from layer 1 to 2 of -2 or more (no collapse beyond the theorem's rate)")
@@ -547,11 +547,11 @@ p33_control = float(st_c.tau_W.max()) / p33_rows[-1]["bound"]
 glue_all({"eps-list": "{" + ", ".join(f"{e:g}" for e in P["prop33_eps"]) + "}", "p33-exact": f"{exact_err:.0e}",
           "p33-ratio": f"{p33_ratio:.0e}", "p33-eps-control": f"{eps_c:g}", "p33-control": f"{p33_control:.1f}"})
 ledger.below("prop33-exact", "Prop. 3.3", r"for rank-one non-negative inputs the optimal speed is $\lVert G^\top v\rVert\,\lVert u\rVert$ "
-             "(relative error of the solver's best)", "||Gv|| ||u||", exact_err, 1e-6, fmt=".1e", items="prop33",
+             "(relative error of the solver's best)", r"$\lVert G^\top v\rVert\,\lVert u\rVert$", exact_err, 1e-6, fmt=".1e", items="prop33",
              bearing="supports", origin="theory: the closed form; 1e-6 for the solver",
              falsifier=r"the solver's best speed off $\lVert G^\top v\rVert\,\lVert u\rVert$ by 1e-6 or more (relative)")
 ledger.below("prop33-bound", "Prop. 3.3", r"for $\varepsilon > 0$ every layer satisfies the bound (largest measured / bound)",
-             "<= 8 ||G|| eps / (s* - ||G|| eps)", p33_ratio, 1.0, fmt=".1e", items="prop33", bearing="control",
+             r"$\le 8\lVert G\rVert_F\varepsilon / (s^* - \lVert G\rVert_F\varepsilon)$", p33_ratio, 1.0, fmt=".1e", items="prop33", bearing="control",
              origin="theory")
 ledger.above("prop33-control", "Prop. 3.3, negative control", "a random point of the sphere breaks the bound "
              rf"at $\varepsilon$ = {eps_c:g} (largest $\tau(W_\ell)$ / bound)", "-", p33_control, 1.0, fmt=".2f", items="prop33",
@@ -592,13 +592,13 @@ glue_all({"p34-n": total, "random-n": P["random_points"], "p34-gap": f"{max(gaps
           "p34-tight": f"{tight:.0e}", "p34-count": f"{bads} failures", "p34-out": f"{out_gap:.2f}"})
 ledger.below("prop34-key", "Prop. 3.4", f"the key inequality holds on all {total} points (largest lhs - rhs; a "
              "bound valid for every network in the ball: a check of the library)",
-             "<= 0 for every theta in the ball with L_0 < 0", max(gaps), 1e-9, fmt=".1e", items="prop34",
+             r"$\le 0$ for every $\theta$ in the ball with $\mathcal L_0 < 0$", max(gaps), 1e-9, fmt=".1e", items="prop34",
              bearing="control", origin="theory")
 ledger.below("prop34-tight", "Prop. 3.4", "it is tight for rank-one data at the closed-form optimum (|lhs - rhs|; "
              "both sides are 0 by construction)", "-", tight, 1e-9, fmt=".1e", items="prop34", bearing="control",
              origin="theory")
 ledger.holds("prop34-count", "Prop. 3.4", r"at least $(1-p)L$ layers meet the threshold, $p \in \{0.25, 0.5, 0.75\}$ "
-             "(points where the count fails; implied by the key inequality)", ">= (1-p)L layers", str(bads), bads == 0,
+             "(points where the count fails; implied by the key inequality)", r"$\ge (1-p)L$ layers", str(bads), bads == 0,
              tolerance="0", items="prop34", bearing="control", value=bads, hi=0.5, origin="theory")
 ledger.above("prop34-control", "Prop. 3.4, negative control", "outside the ball (the tight point scaled by 1.1) the "
              "inequality fails (lhs - rhs)", "-", out_gap, 0.1, fmt=".3f", items="prop34", bearing="control",
