@@ -37,8 +37,10 @@
 #   step) and then rises with the budget. That it ends above the clean value, the paper's Fig. 8,
 #   is not established at this scale.
 # - **Impulse noise** (the shift of the paper's Fig. 9) moves no digit classifier away from the
-#   OCS, and the reward models end at most 10% above their clean distance (two standard errors);
-#   the Gaussian-NLL regressor of Fig. 9 is tested in {doc}`10_which_constant`.
+#   OCS, and at this training length the reward models end at most 10% above their clean distance
+#   (two standard errors); with three times the epochs that bound is no longer established, which
+#   does not show that they move away (below); the Gaussian-NLL regressor of Fig. 9 is tested in
+#   {doc}`10_which_constant`.
 # - The OOD score (random features of the pixels, the part's one featuriser) measures how far the
 #   pixels moved. At the same score blur reverts and FGSM does not, so the score alone does not
 #   tell a safe shift from an unsafe one.
@@ -84,6 +86,7 @@ from myst_nb import glue
 
 from implicit_bias import data, models, plotting
 from implicit_bias.extrapolation import attacks, ocs, ood, tasks
+from implicit_bias.book import budget_table
 from implicit_bias.chapter import start_chapter
 from implicit_bias.claims import Ledger
 
@@ -550,13 +553,17 @@ for arch in ARCHS:
 #   squashes them. The classifiers' output norms grow too, but the softmax squashes them, and the
 #   KL to the marginal falls as the confidence drops.
 # - *Impulse noise* moves no digit classifier away: it reverts for both classifiers (CNN:
-#   {glue:text}`ocs6-cnn-ce-clean:.3f` to {glue:text}`ocs6-cnn-ce-impulse-5:.3f`), and the reward
-#   models end no farther than their clean distance allows by `impulse-mse-bounded` (MLP:
-#   {glue:text}`ocs6-mlp-mse-clean:.1f` to {glue:text}`ocs6-mlp-mse-impulse-5:.1f`), at this training
-#   length only: with 3 times the epochs, in the budget sweep (an earlier version of this page,
-#   seeds 0 and 1, {doc}`robustness page </book/robustness>`), that row fails (0.727 and 0.414
-#   against its bound), so the reward models move away under impulse noise when trained longer,
-#   which is why the row qualifies the hypothesis. Impulse noise
+#   {glue:text}`ocs6-cnn-ce-clean:.3f` to {glue:text}`ocs6-cnn-ce-impulse-5:.3f`), and after
+#   {glue:text}`ocs6-epochs` epochs the reward models end at most 10% above their clean distance,
+#   at two standard errors (`impulse-mse-bounded`; MLP: {glue:text}`ocs6-mlp-mse-clean:.1f` to
+#   {glue:text}`ocs6-mlp-mse-impulse-5:.1f`). With three times the epochs, in the committed budget
+#   sweep ({doc}`robustness page </book/robustness>`), that row fails: the upper 2-SE end of the
+#   log ratio of the distances is {glue:text}`ocs6-impulse-mse-x3`, against the bound
+#   {glue:text}`ocs6-impulse-log-bound` ($\log 1.1$). A failure of this row shows only that the
+#   distance at the strongest impulse noise is no longer bounded by 10% above the clean one; it does
+#   not show that the reward models move away, which would need the lower end above zero and is not
+#   what the row tests. So with longer training the bound is not established, which is why the row
+#   qualifies the hypothesis. Impulse noise
 #   is also a mild shift for the probe (score {glue:text}`ocs6-impulse-score:.3f` at the strongest
 #   amount, against {glue:text}`ocs6-blur-score-5:.3f` for the strongest blur). The paper's Fig. 9,
 #   a Gaussian-NLL regressor under impulse noise, is tested in {doc}`10_which_constant`.
@@ -629,7 +636,13 @@ for kind, cid, label in (("gaussian_noise", "noise-ce-reverts", "unclipped noise
                                        "below its clean value by 2 SE")
 impulse_mse = max(ub(np.log(dist[a, "mse"][:, imp, -1] / dist[a, "mse"][:, imp, 0])) for a in ARCHS)
 glue("ocs6-impulse-mse-bound", float(np.exp(impulse_mse)), display=False)
-ledger.below("impulse-mse-bounded", "Sec. 3.1", rf"rewards, impulse noise: $\log$(distance sev 5 / sev 0), worse arch ({HI})",
+impulse_x3 = budget_table.budget_readings("chapters/extrapolation/06_when_reversion_fails", "impulse-mse-bounded")
+for key, val in {"ocs6-impulse-mse-x3": impulse_x3, "ocs6-impulse-log-bound": f"{IMPULSE_BOUND:.3f}",
+                 "ocs6-epochs": P["epochs"]}.items():
+    glue(key, val, display=False)
+ledger.below("impulse-mse-bounded", "Sec. 3.1", rf"rewards, impulse noise: $\log$(distance sev 5 / sev 0), worse arch ({HI}). "
+             f"At 3x the epochs: {impulse_x3} (committed budget sweep): the bound is not established with longer "
+             "training; a failure does not show that the distance moves away (that would need the lower 2-SE end above 0)",
              "reverts", impulse_mse, IMPULSE_BOUND, fmt=".3f", bearing="qualifies",
              origin=IMPULSE_ORIGIN, **HYP,
              falsifier="for some architecture the reward model's distance under impulse noise of severity 5 exceeds its clean value by more than 10% at the upper 2-SE end")

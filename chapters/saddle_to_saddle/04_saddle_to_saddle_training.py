@@ -39,20 +39,27 @@
 #
 # ```{admonition} What to take away
 # - **Figure 1's picture, not its mechanism.** Every depth-6 run sits on a plateau at the initial
-#   loss $\log10$ (the saddle at the origin) for at least {glue:text}`sts4-origin-min` of the run,
-#   then drops to a second plateau. At the end of that first drop the hidden layers are close to
-#   rank one, and the deeper ones more than the first, as in Figure 1(b). But these runs do not
-#   leave the origin along an escape direction: from this initial scale,
+#   loss $\log10$ (the saddle at the origin) for at least {glue:text}`sts4-origin-min` of the run
+#   ({glue:text}`sts4-origin-t0` times the `ci` step count $T_0$), then drops to a second plateau.
+#   With three times the steps that share falls ({glue:text}`sts4-origin-x3`), mostly because the
+#   plateau detector's thresholds scale with the run; in units of $T_0$ the plateau is about as long
+#   as at this budget ({glue:text}`sts4-origin-x3-t0`; somewhat shorter, as a plateau must be
+#   flatter to count in a longer run). So the plateau is reproduced, its length as a share of the
+#   run is a property of the budget (`origin-plateau` qualifies Fig. 1(a)). At the end of that
+#   first drop the hidden layers are close to rank one, and the deeper ones more than the first,
+#   as in Figure 1(b). But these runs do not leave the origin along an escape direction: from this
+#   initial scale,
 #   {doc}`06_first_escape_and_initial_scale` finds the direction far from any escape direction
 #   when the loss starts to fall, with layers not yet rank one; the rank-one layers form during
 #   the drop. So the observation of Figure 1(b) is reproduced, the paper's reading of it (an
 #   escape along an optimal escape direction, Theorem 3.1) is not tested by these runs.
 # - **On the second plateau** the deep layers stay rank one throughout, as Section 5's third
 #   conjecture says of the layers an escape makes rank one; here they were made rank one by the
-#   drop, not by an escape; weak balancedness, the paper's reason for the conjecture, holds at
-#   this step at the middle junctions (to {glue:text}`sts4-junction-deep` between $W_3$ and
-#   $W_4$ and between $W_4$ and $W_5$) but is broken at the first and the last junction: a
-#   qualified reproduction.
+#   drop, not by an escape. That holds at this budget: with three times the steps it does not hold
+#   on every seed ({glue:text}`sts4-conj3-x3`; why is not yet explained). Weak balancedness, the
+#   paper's reason for the conjecture, holds at this step at the middle junctions (to
+#   {glue:text}`sts4-junction-deep` between $W_3$ and $W_4$ and between $W_4$ and $W_5$) but is
+#   broken at the first and the last junction: a qualified reproduction.
 # - **Depth matters for the plateau at the origin, by how much depends on the detector.** At the
 #   same entry scale depth-4 networks start with much larger outputs and leave the origin at
 #   once. Started from the scale that matches depth 6's initial output norm they have a saddle at
@@ -95,6 +102,7 @@ PROFILES = {
 }
 
 # %%
+import json
 import math
 
 import matplotlib.pyplot as plt
@@ -111,6 +119,7 @@ from implicit_bias.saddle_to_saddle import localized as lo
 
 P, dev = start_chapter(PROFILES, profile=profile, seed=seed, device=device)
 ledger = Ledger("saddle_to_saddle/04_saddle_to_saddle_training")
+CHAPTER = "chapters/saddle_to_saddle/04_saddle_to_saddle_training"  # its key in the committed budget sweep
 if profile == "full" and dev.type == "cpu":
     print("warning: profile 'full' trains two networks of width 1000 for 1.9 million steps each; on a CPU this "
           "takes days; it is meant for a GPU (its GPU time has not been measured). Finished segments are cached, so the run "
@@ -227,8 +236,15 @@ for name, rows in (("depth 6", rows6), ("depth 6, large init", rowsL)):
 # ## The plateau at the origin and the first escape
 #
 # Every depth-6 run stays at the initial loss $\log10\approx2.303$ for a long stretch (from
-# {glue:text}`sts4-origin-min` to {glue:text}`sts4-origin-max` of the run), then drops to a second
-# plateau (at the end of the drop the loss is between {glue:text}`sts4-level-lo` and
+# {glue:text}`sts4-origin-min` to {glue:text}`sts4-origin-max` of the run; the shortest is
+# {glue:text}`sts4-origin-t0` times $T_0=$ {glue:text}`sts4-t0` steps, the `ci` step count before
+# any budget multiplier). The detector's thresholds scale with the run: a plateau's rate is
+# measured against the initial loss over the whole run, and it must last 5% of the run after a
+# smoothing over 2% of it. So with three times the steps a plateau must be three times flatter to
+# count, and its share of the run falls ({glue:text}`sts4-origin-x3` in the committed budget
+# sweep) while its length in units of $T_0$ changes much less ({glue:text}`sts4-origin-x3-t0`):
+# the claim below reads the share, and qualifies Fig. 1(a) for that reason. Then the loss drops to
+# a second plateau (at the end of the drop the loss is between {glue:text}`sts4-level-lo` and
 # {glue:text}`sts4-level-hi`; first figure below). At the end of that first drop, the median
 # over the runs of $s_2/s_1$ is {glue:text}`sts4-deep-med` for layers 4-6 and
 # {glue:text}`sts4-w1-med` for the first layer (at initialisation both are about
@@ -255,11 +271,34 @@ for key, val in {"origin-min": f"{min(origin6):.2f}", "origin-max": f"{max(origi
                  "init-ratio": f"{init_ratio:.2f}", "merged": merged, "runs6": P["runs6"]}.items():
     glue(f"sts4-{key}", val, display=False)
 level_dev = max(abs(v - math.log(K)) for v in levels6) / math.log(K)
+# the shortest origin plateau in units of T0, the profile's step count before the budget multiplier:
+# the detector's thresholds scale with the run, so a share of the run falls with the budget even where
+# the plateau keeps its length in steps; the committed budget runs (k times T0 steps) read the same way
+T0 = PROFILES[profile]["steps"]
+origin_t0 = min(origin6) * P["steps"] / T0
+swept_runs, _ = budget_table.committed_claims(CHAPTER)
+seed_sweep = budget_table.ROOT / "book" / "data" / "seed_sweep.json"       # the x1 runs of seeds 0-4
+x1_runs = (json.loads(seed_sweep.read_text())["chapters"].get(CHAPTER, {}).get("claims", {})
+           .get("origin-plateau", {}).get("runs", {}) if seed_sweep.exists() else {})
+swept_origin = []                                  # per budget run: its shortest origin plateau in units of T0
+for k_run, s_run in budget_table.RUNS:
+    run_claims = swept_runs.get(budget_table.run_name(k_run, s_run), {})
+    if "origin-plateau" in run_claims:
+        x1 = x1_runs.get(str(s_run), {}).get("value")
+        swept_origin.append(f"{budget_table.run_name(k_run, s_run)} {k_run * run_claims['origin-plateau']['value']:.2f} T0"
+                            + (f" (x1: {x1:.2f} T0)" if x1 is not None else ""))
+origin_x3_t0 = ", ".join(swept_origin) or "no committed budget run"
+for key, val in {"t0": f"{T0:,}", "origin-t0": f"{origin_t0:.2f}", "origin-x3-t0": origin_x3_t0,
+                 "origin-x3": budget_table.budget_readings(CHAPTER, "origin-plateau")}.items():
+    glue(f"sts4-{key}", val, display=False)
 ledger.above("origin-plateau", "Fig. 1(a)", "every depth-6 run sits on a plateau for at least 10% of the run "
              "before its first drop (shortest plateau as a share of the run). At 3x the steps the share falls below 0.1 "
-             f"({budget_table.budget_readings('chapters/saddle_to_saddle/04_saddle_to_saddle_training', 'origin-plateau')}, "
-             "committed budget sweep): the plateau does not grow with the run, so a share of the run measures the "
-             "budget as well as the plateau; it qualifies Fig. 1(a) rather than confirms it",
+             f"({budget_table.budget_readings(CHAPTER, 'origin-plateau')}, committed budget sweep), mostly because the "
+             "detector's thresholds scale with the run (a rate against the initial loss over the run, a length of 5% "
+             "and a smoothing of 2% of it), so at 3x a plateau must be three times flatter to count; in units of the "
+             f"ci step count T0 = {T0:,} steps the shortest plateau is about as long, somewhat shorter as a flatter "
+             f"plateau is asked for ({origin_x3_t0}; this run: {origin_t0:.2f} T0). It qualifies Fig. 1(a): the "
+             "plateau is there, its share of the run is a property of the budget",
              "a plateau at the saddle at the origin",
              min(origin6), 0.1, fmt=".2f", items="fig1", bearing="qualifies", proxy=True, vtol=0.12,
              origin="after-seeds: pilots on seeds 0-4 gave 0.23 or more",
@@ -298,8 +337,12 @@ ledger.holds("large-init-control", "Fig. 1, negative control", "from the usual i
 # the **largest** mean $s_2/s_1$ of layers 4-6 over all the spectra recorded on it, not only its
 # end: {glue:text}`sts4-p2-max` at most, against about {glue:text}`sts4-init-ratio` at
 # initialisation. The deep layers stay rank one over the whole plateau, and the first layer is
-# the least rank-one (second figure below). The conjecture is about the layers that an escape
-# along an escape direction makes rank one; in these runs the layers became rank one during the
+# the least rank-one (second figure below). This is a reading at this budget: with three times
+# the steps, the committed budget sweep gives {glue:text}`sts4-conj3-x3`, and where it fails a
+# record on the second plateau has a mean $s_2/s_1$ of layers 4-6 above 0.3 (a second singular
+# value has grown while the detector still counts the run as on that plateau); why is not yet
+# explained. The conjecture is about the layers that an escape along an escape direction makes
+# rank one; in these runs the layers became rank one during the
 # drop ({doc}`06_first_escape_and_initial_scale`), so the claim below qualifies it rather than
 # reproducing it.
 #
@@ -329,11 +372,16 @@ escaped_ratio = min((row["deep_end"] for row in escaped), default=float("nan"))
 escaped_text = (f"{len(escaped)} of the {P['runs6']} networks got below loss 1.2 within the budget, and at the end "
                 f"their deep layers have s2/s1 of at least {escaped_ratio:.2f}."
                 if escaped else f"none of the {P['runs6']} networks got below loss 1.2 within the budget.")
-for key, val in {"n-p2": n_p2, "p2-max": f"{plateau_max:.2f}", "escaped-text": escaped_text}.items():
+for key, val in {"n-p2": n_p2, "p2-max": f"{plateau_max:.2f}", "escaped-text": escaped_text,
+                 "conj3-x3": budget_table.budget_readings(CHAPTER, "conj3-stays-rank-one")}.items():
     glue(f"sts4-{key}", val, display=False)
 ledger.holds("conj3-stays-rank-one", "Sec. 5 (3)", "on the second plateau the deep layers stay rank one throughout "
              "(runs with a second plateau; largest mean $s_2/s_1$ of $W_4,\\dots,W_6$ over every record on it); their rank one "
-             "formed during the drop, not at an escape direction (chapter 6)",
+             "formed during the drop, not at an escape direction (chapter 6). At 3x the steps: "
+             + budget_table.budget_readings(CHAPTER, "conj3-stays-rank-one")
+             + " (committed budget sweep): where it fails, a record on the second plateau has a mean $s_2/s_1$ of "
+             "$W_4,\\dots,W_6$ above 0.3, so with more steps the deep layers do not stay rank one over the whole "
+             "detected plateau in every run; why is not yet explained",
              "rank-one layers remain rank one until the next saddle", f"{n_p2}; {plateau_max:.2f}",
              n_p2 >= 1 and plateau_max <= 0.3, tolerance=">= 1; <= 0.3", items="conj3",
              bearing="qualifies", proxy=True, value=plateau_max, hi=0.3, vtol=0.08,
@@ -633,8 +681,10 @@ for key, one_fig in (("loss", fig), ("spectra", fig_spectra), ("depth4", fig_dep
 # ## Conclusion
 #
 # At this scale the loss curve and spectra of the first saddle-to-saddle step of the paper's
-# MNIST experiment are seen on digits: a long plateau at the origin, a drop, a second plateau on
-# which the deep layers are nearly rank one throughout (more than the first layer). The
+# MNIST experiment are seen on digits: a long plateau at the origin (whose share of the run falls
+# with more steps because the detector's thresholds scale with the run, while its length in steps
+# changes much less), a drop, a second plateau on which the deep layers are nearly rank one throughout
+# (more than the first layer; with three times the steps not in every run, not yet explained). The
 # mechanism the paper attaches to them is not: the runs do not leave the origin along an escape
 # direction, and their layers become rank one during the drop
 # ({doc}`06_first_escape_and_initial_scale`), so Figure 1(b)'s observation is reproduced and the
@@ -689,7 +739,11 @@ for key, one_fig in (("loss", fig), ("spectra", fig_spectra), ("depth4", fig_dep
 # largest change over all junctions (above the mean squared neuron norm), and the page concluded
 # that weak balancedness is far from maintained; junction by junction it holds at the middle
 # junctions, so that row now reads the junction where it breaks, and `weak-balance-deep-junctions`
-# (5%, set knowing a reading of about 1.3% on seed 0) records where it holds.
+# (5%, set knowing a reading of about 1.3% on seed 0) records where it holds. **Restated after the
+# budget sweep** (issue 28; no threshold or value changed): `origin-plateau` says why its share
+# falls with three times the steps (the detector's thresholds scale with the run) and gives the
+# plateau's length in units of $T_0$, and `conj3-stays-rank-one` reads the budget sweep, where it
+# does not pass on every seed.
 #
 # ## Claims
 
