@@ -311,7 +311,6 @@ def test_every_finding_names_its_falsifier(part: str):
 # branches (bottleneck/02, rank_minimization) or not yet. An entry is removed with its last ASCII
 # formula; the test fails on an entry that is no longer needed.
 ASCII_MATH_LEFT = (
-    "chapters/bottleneck/02_depth_sweep",
     "chapters/extrapolation/02_reversion_with_shift",
     "chapters/extrapolation/03_mechanism",
     "chapters/extrapolation/04_theory",
@@ -342,6 +341,18 @@ def test_ledger_statements_write_math_as_inline_math(part: str):
             bad += found
     assert not bad, "ASCII math in ledger texts (write it as $...$):\n" + "\n".join(bad)
     assert not stale, f"no ASCII math left: remove from ASCII_MATH_LEFT: {stale}"
+
+
+def test_item_titles_write_math_as_inline_math():
+    r"""An item's title (``book/items/<part>.yml``) is shown where MathJax renders it: in a
+    scorecard's table, the errata's list and the intro's summary (``scorecards.md_text``), so a
+    symbol is written as inline math (``$R^{(1)}$``, ``$\lVert W\rVert_F$``), never as ASCII."""
+    from implicit_bias.claims import ascii_math
+
+    bad = [f"book/items/{part}.yml: {item.id}: {', '.join(hits)}"
+           for part, paper in scorecards.load_papers(ROOT).items() for item in paper.items
+           if (hits := ascii_math(item.title))]
+    assert not bad, "ASCII math in item titles (write it as $...$):\n" + "\n".join(bad)
 
 
 @pytest.mark.parametrize("part", PARTS)

@@ -215,6 +215,16 @@ def test_generated_table_cells_escape_markdown_and_keep_math():
     assert r"\*a\*" in text and '<span class="nowrap">4.4e-16</span>' in text and " low-rank" in text
 
 
+def test_generated_running_text_keeps_math_verbatim():
+    r"""Outside a table (the errata list, the results summary) nothing removes a backslash put
+    before a ``|``, and MathJax reads ``\|`` as a double bar: math is kept as written there, while
+    a bar in the text around it is still escaped."""
+    text = scorecards.md_text(r"a|b $\lvert A\rvert_+ = |A|_+$ and $\|W\|_2$", table=False)
+    assert r"$\lvert A\rvert_+ = |A|_+$" in text and r"$\|W\|_2$" in text
+    assert text.startswith(r"a\|b")
+    assert scorecards.md_text("$|A|_+$") == r"$\|A\|_+$"  # in a table cell, escaped as before
+
+
 def test_errata_claim_ids_link_their_ledger_rows():
     claim = Claim("thm1-p2-relu", "Thm 1", "s", "p", "0", "0", True, items=("thm1",), bearing="contradicts")
     link = scorecards.claim_link(scorecards.CitedClaim("chapters/invariances/01_conserved_quantities", claim))

@@ -164,7 +164,7 @@ ledger.below("linear-balanced", "Sec. 3", r"the balanced factorisation represent
              items="eq-linear-cost", bearing="verifies", origin="theory",
              falsifier=r"a relative gap above 1e-10 between the balanced factorisation's norm and $L\,\lVert A\rVert_{2/L}^{2/L}$")
 ledger.between("linear-expansion-slope", "Sec. 3", r"remainder of the expansion falls like $L^{-2}$ (log-log slope, $L \ge 16$)",
-               "O(L^-2)", slope, -2.1, -1.9, items="eq-linear-expansion", bearing="verifies", origin="theory",
+               r"$O(L^{-2})$", slope, -2.1, -1.9, items="eq-linear-expansion", bearing="verifies", origin="theory",
                falsifier="a log-log slope outside [-2.1, -1.9], e.g. about -1 if the $1/L$ coefficient were wrong "
                          "(the negative control below shows that case)")
 ledger.above("linear-expansion-negative", "control", "with the $1/L$ coefficient doubled the remainder falls only like "
@@ -323,7 +323,7 @@ ledger.below("paths-exact", "Thm 3(3), Prop 4(3)", "geometric and interpolation 
              "(max error, all depths)", "exact", out_err, 1e-10, fmt=".1e", items=["thm3-3", "prop4-3"], bearing="control",
              origin="theory")
 ledger.between("thm3-3-rate", "Thm 3(3)", r"both paths have $\lVert\theta\rVert^2 - Lk - 2\log\lvert A\rvert_+ \to 0$ like $1/L$ "
-               "(smaller of the two log-log slopes)", "O(1/L), so R1 = 2 log|A|_+",
+               "(smaller of the two log-log slopes)", r"$O(1/L)$, so $R^{(1)} = 2\log\lvert A\rvert_+$",
                min(slopes.values()), -1.05, -0.95, items="thm3-3", bearing="verifies", origin="theory",
                falsifier="an excess that does not fall like 1/L on either path (slope outside [-1.05, -0.95]), e.g. "
                          r"one that tends to a nonzero constant, $R^{(1)} \ne 2\log\lvert A\rvert_+$")
@@ -333,7 +333,7 @@ ledger.close("prop4-3-coefficient", "Prop 4(3)", rf"geometric path: $L\,(\lVert\
              falsifier=r"a $1/L$ coefficient of the geometric path more than 1% from $\lVert\log_+ A^\top A\rVert_F^2 / 2$")
 ledger.holds("prop4-3-geometric-wins", "Prop 4(3)", "the interpolation path costs more than the geometric path at every "
              r"depth; its $1/L$ coefficient matches our closed form $\sum (s - 1/s)^2 / 2$",
-             "R2 selects the optimal path", f"{coef_int:.3f} vs {int_coef_exact:.3f}",
+             r"$R^{(2)}$ selects the optimal path", f"{coef_int:.3f} vs {int_coef_exact:.3f}",
              geo_below and abs(coef_int / int_coef_exact - 1) < 1e-2, tolerance="rel. 1e-2", items="prop4-3", bearing="verifies",
              value=abs(coef_int / int_coef_exact - 1), hi=1e-2, origin="theory",
              falsifier="the interpolation path no more costly than the geometric one at some depth, or its $1/L$ "
@@ -496,12 +496,12 @@ ledger.below("ex20-construction", "Ex. 20", "the network computes $f$ on $[0,1]^
              "(max error)", "exact", max(ex_out_err, ex_norm_err), 1e-9, fmt=".1e", items="ex20-proof", bearing="control",
              origin="theory")
 ledger.holds("ex20-R1-zero", "Ex. 20", r"$\lVert\theta\rVert^2 - 3L$ decreases to 0 along the depths (so $R^{(1)} = 0$)",
-             "3L + o(1)", f"{ex_resid[0]:.3f} -> {ex_resid[-1]:.3f}",
+             "$3L + o(1)$", f"{ex_resid[0]:.3f} -> {ex_resid[-1]:.3f}",
              bool(np.all(np.diff(ex_resid) < 0)) and ex_resid[-1] < 0.25, tolerance="decreasing, last < 0.25",
              items="ex20", bearing="verifies", value=float(ex_resid[-1]), hi=0.25, origin="prior",
              falsifier=r"an excess $\lVert\theta\rVert^2 - 3L$ that stops decreasing or is above 0.25 at the largest depth")
 ledger.close("ex20-rate", "App. D.1", rf"$(\lVert\theta\rVert^2 - 3L)\,L^{{2\gamma - 1}}$ at $L = {edepths[-1]}$ is 12, i.e. the excess "
-             r"is $12\,L^{1 - 2\gamma}$, not $O(L^{-2\gamma})$", "O(L^(-2 gamma))", rate[-1], 12.0, rtol=0.05, fmt=".2f",
+             r"is $12\,L^{1 - 2\gamma}$, not $O(L^{-2\gamma})$", r"$O(L^{-2\gamma})$", rate[-1], 12.0, rtol=0.05, fmt=".2f",
              items="ex20-proof", bearing="contradicts", origin="theory",
              falsifier=r"$(\lVert\theta\rVert^2 - 3L)\,L^{2\gamma - 1}$ more than 5% from 12 at the largest depth (the appendix's "
                        r"$O(L^{-2\gamma})$ would send it to 0)")
@@ -568,7 +568,7 @@ ledger.holds("prop13-finite-depth", "Prop 13 (proof)", r"$\lVert\theta\rVert^2 \
              r"/ (2 C_{xy}^2)$ on random ReLU nets (any weights)", "proof's inequality", "holds" if half_ok else "violated",
              half_ok, items="prop13", bearing="control", origin="theory")
 ledger.holds("prop13-paper-constant", "Prop 13", "the same with the paper's constant $C^{-2}$ holds on every random pair",
-             "C^-2", f"{n_pairs} of {n_pairs}" if paper_ok else "violated", paper_ok, tolerance="all pairs",
+             "$C^{-2}$", f"{n_pairs} of {n_pairs}" if paper_ok else "violated", paper_ok, tolerance="all pairs",
              items="prop13", bearing="verifies", proxy=True, value=int(paper_viol), hi=0.5, origin="paper",
              falsifier="one random pair on which the inequality with the paper's constant $C^{-2}$ fails")
 ledger.holds("prop13-negative", "control", "with $2C^{-2}$ (twice the paper's constant) the inequality fails on some pairs",

@@ -254,18 +254,18 @@ glue_all({"bn2-k-fun": k_fun, "bn2-k-law": k_law, "bn2-n-kfun": f"{n_kfun} of {l
           "bn2-intercept": f"{law.intercept:.1f}" if law else "nan", "bn2-rms": f"{law.rms:.2f}" if law else "nan",
           "bn2-loo": ", ".join(f"{s:.2f}" for s in law.loo_slopes) if law else "none", "bn2-logJ": f"{law_logJ:.1f}"})
 
-ledger.above("overestimate-shallow", "Sec. 3.1", f"{pre['overestimate-shallow']}depth {depths[0]}: median rank of W_mid "
+ledger.above("overestimate-shallow", "Sec. 3.1", rf"{pre['overestimate-shallow']}depth {depths[0]}: median rank of $W_\text{{mid}}$ "
              f"(singular values above 0.1) over the fitting seeds, against the true rank {K_TRUE}",
              "rank-overestimating minima are common", value["overestimate-shallow"], K_TRUE + 0.5, fmt=".1f",
              items="claim-overestimate", bearing=bear["overestimate-shallow"],
-             falsifier=f"a median of {K_TRUE} or fewer singular values above 0.1 in W_mid at depth {depths[0]}",
+             falsifier=rf"a median of {K_TRUE} or fewer singular values above 0.1 in $W_\text{{mid}}$ at depth {depths[0]}",
              origin="after-seeds: the smallest rank over seeds became the median (3 on seed 0, a "
              "margin below one spread over seeds 0-4)")
-ledger.above("law-depths", "Fig. 1(a)", f"{pre['law-depths']}depths in the longest range of constant rank of W_mid "
+ledger.above("law-depths", "Fig. 1(a)", rf"{pre['law-depths']}depths in the longest range of constant rank of $W_\text{{mid}}$ "
              f"(networks that fit, converge and compute a rank-{k_fun} function)", "ranges of several depths with constant "
              "rank", value["law-depths"], 3.5, fmt=".0f", items="fig1a", bearing=bear["law-depths"], origin="prior",
-             falsifier="fewer than four consecutive depths with the same median rank of W_mid")
-ledger.between("slope-equals-rank", "Fig. 1(a)", f"{pre['slope-equals-rank']}slope of ||theta||^2 in L over that range "
+             falsifier=r"fewer than four consecutive depths with the same median rank of $W_\text{mid}$")
+ledger.between("slope-equals-rank", "Fig. 1(a)", rf"{pre['slope-equals-rank']}slope of $\lVert\theta\rVert^2$ in $L$ over that range "
                f"(depth medians): within 0.75 of the range's rank ({k_law}, Jacot's: the middle weight's count, as in "
                "Figure 1)", "slope = rank", value["slope-equals-rank"], k_law - 0.75, k_law + 0.75, fmt=".2f",
                items="fig1a", bearing=bear["slope-equals-rank"], falsifier="a slope more than 0.75 from the range's rank",
@@ -282,9 +282,9 @@ ledger.below("law-leave-one-out", "Fig. 1(a)", f"{pre['law-leave-one-out']}sprea
              origin="after-seeds: 'every leave-one-out slope within 0.5 of the rank' failed on seed 3 (slopes 2.28-2.53 "
                     "for rank 3)",
              vtol=0.25)   # a spread of slopes through medians of chaotic runs: 0.25 here, 0.11 on another CPU kernel
-ledger.above("intercept-above-jacobian", "Thm 3", f"intercept of the line minus the median of 2 max_x log|J_k f(x)|_+, "
-             f"k = {k_fun} the rank of the learned function: implied by the finite-depth inequality of every network "
-             "unless the slope exceeds k by about B_k / L", "R1 >= 2 log|Jf(x)|_+",
+ledger.above("intercept-above-jacobian", "Thm 3", r"intercept of the line minus the median of $2\max_x\log\lvert Jf(x)\rvert_{+,k}$, "
+             f"$k = {k_fun}$ the rank of the learned function: implied by the finite-depth inequality of every network "
+             r"unless the slope exceeds $k$ by about $B_k / L$", r"$R^{(1)} \ge 2\log\lvert Jf(x)\rvert_+$",
              (law.intercept if law else math.nan) - law_logJ, 0.0, fmt=".2f", items="thm3", bearing="control",
              origin="theory")   # every network has ||theta||^2 >= kL + 2 log|J_k f|_+ (thm3-thm6-bounds); the value is
                                 # that slack (the budget B_k) minus (slope - k) x mean depth: it fails only for slopes near 4
@@ -431,17 +431,18 @@ glue_all({"bn2-budgets": ", ".join(f"{v:.1f}" for v in rate["budget"].values()),
           "bn2-pre": ", ".join(f"{v:.2f}" for v in rate["pre_next"].values()),
           "bn2-budget-ratio": f"{budget_ratio:.2f}"})
 
-ledger.holds("thm3-thm6-bounds", "Thm 3, Thm 6 (proofs)", "the finite-depth inequalities ||theta||^2 >= L||Jf||_(2/L)^(2/L) "
-             ">= kL + 2 log|J_k f|_+ and sum_l d_k(W_l) <= min_x B_k(x) (with counting) hold on every fitting network",
+ledger.holds("thm3-thm6-bounds", "Thm 3, Thm 6 (proofs)", r"the finite-depth inequalities $\lVert\theta\rVert^2 \ge L\,\lVert Jf\rVert_{2/L}^{2/L}$ "
+             r"$\ge kL + 2\log\lvert Jf\rvert_{+,k}$ and $\sum_\ell d_k(W_\ell) \le \min_x B_k(x)$ (with counting) "
+             "hold on every fitting network",
              "hold for any weights", "hold" if chain_all and thm6_all else "violated", chain_all and thm6_all,
              items=["thm3", "thm6"], bearing="control", origin="theory")
-ledger.below("thm6-s-next-falls", "Thm 6", f"{pre['thm6-s-next-falls']}log-log slope in L of the median over layers of "
-             "s_(k+1)(W_l), k the rank of the learned function (depth medians)", "O(L^-1/2)", value["thm6-s-next-falls"],
+ledger.below("thm6-s-next-falls", "Thm 6", f"{pre['thm6-s-next-falls']}log-log slope in $L$ of the median over layers of "
+             r"$s_{k+1}(W_\ell)$, $k$ the rank of the learned function (depth medians)", r"$O(L^{-1/2})$", value["thm6-s-next-falls"],
              0.0, fmt=".2f", items="thm6",
              bearing=bear["thm6-s-next-falls"], origin="prior",   # the premise (a bounded budget) fails: thm6-budget-large
-             falsifier="a median s_(k+1) that does not fall with depth (log-log slope 0 or more)")
-ledger.above("thm6-budget-large", "Thm 6", "smallest depth median of min_x B_k(x) / L: above 0.05, Theorem 6 (p = 1/2) "
-             "does not force d_k <= 0.1 in half the layers at these depths", "structure forced for large L", budget_ratio,
+             falsifier="a median $s_{k+1}$ that does not fall with depth (log-log slope 0 or more)")
+ledger.above("thm6-budget-large", "Thm 6", r"smallest depth median of $\min_x B_k(x) / L$: above 0.05, Theorem 6 ($p = 1/2$) "
+             r"does not force $d_k \le 0.1$ in half the layers at these depths", r"structure forced for large $L$", budget_ratio,
              0.05, fmt=".2f", items="thm6", bearing="control", origin="theory")   # cannot fail here: B_k >= ||theta||^2 - kL
 # - 2 log|J_k f|_+ is of order L at depths up to 16 whatever training does, so B_k / L stays far above 0.05
 
@@ -507,20 +508,21 @@ print(f"depth {deep_L}: middle layer d_k {dmid_deep:.3f}, s_(k+1)/s_1 of the pre
 glue_all({"bn2-deep-L": deep_L, "bn2-rep-deep": f"{rep_deep:.4f}", "bn2-neg-deep": f"{neg_deep:.3f}",
           "bn2-dmid": f"{dmid_deep:.3f}", "bn2-rep-shallow": f"{rep_shallow:.3f}",
           "bn2-neg-shallow": f"{neg_shallow:.2f}", "bn2-L0": depths[0]})
-ledger.below("cor8-rate", "Cor 8", f"{pre['cor8-rate']}log-log slope in L of sqrt(L) times the median over layers "
-             "of s_(k+1)(pre_l / sqrt N) (depth medians): at most 0, sqrt(L) s_(k+1) does not grow", "s_(k+1) = O(L^-1/2)",
+ledger.below("cor8-rate", "Cor 8", f"{pre['cor8-rate']}log-log slope in $L$ of $\\sqrt{{L}}$ times the median over layers "
+             r"of $s_{k+1}(\tilde\alpha_\ell(X) / \sqrt{N})$, the pre-activations (depth medians): at most 0, "
+             r"$\sqrt{L}\,s_{k+1}$ does not grow", r"$s_{k+1} = O(L^{-1/2})$",
              value["cor8-rate"], 0.0, fmt=".2f", items="cor8", bearing=bear["cor8-rate"],
-             falsifier="sqrt(L) s_(k+1) of the pre-activations growing with depth (log-log slope above 0)",
+             falsifier=r"$\sqrt{L}\,s_{k+1}$ of the pre-activations growing with depth (log-log slope above 0)",
              origin="after-seeds: the bound 0.5 ('s_(k+1) falls at all') became the corollary's own rate, 0, after "
                     "seeds 0-4 gave -2.28 to -0.72")
-ledger.below("cor8-k-dimensional", "Cor 8", f"{pre['cor8-k-dimensional']}depth {deep_L}: s_(k+1) / s_1 of the middle "
+ledger.below("cor8-k-dimensional", "Cor 8", f"{pre['cor8-k-dimensional']}depth {deep_L}: $s_{{k+1}} / s_1$ of the middle "
              "pre-activations (median)", "approximately k-dimensional", rep_deep, 0.05, fmt=".4f", items="cor8",
              bearing=bear["cor8-k-dimensional"], origin="prior",
-             falsifier="s_(k+1)/s_1 of the middle pre-activations of 0.05 or more at the deepest depth")
-ledger.above("cor8-shallow-control", "control", f"depth {depths[0]}: s_3 / s_1 of the middle pre-activations (median) is "
+             falsifier="$s_{k+1} / s_1$ of the middle pre-activations of 0.05 or more at the deepest depth")
+ledger.above("cor8-shallow-control", "control", f"depth {depths[0]}: $s_3 / s_1$ of the middle pre-activations (median) is "
              "not small", "no bottleneck", rep_shallow, 0.05, fmt=".3f", items="cor8", bearing="control", origin="prior")
 ledger.below("relu-identity-bottleneck", "Sec. 3.3", f"{pre['relu-identity-bottleneck']}depth {deep_L}: negative mass of "
-             "the middle pre-activations (median)", "sigma acts as the identity", neg_deep, 0.1, fmt=".3f",
+             "the middle pre-activations (median)", r"$\sigma$ acts as the identity", neg_deep, 0.1, fmt=".3f",
              items="sec33-geodesics", bearing=bear["relu-identity-bottleneck"],
              origin="prior", falsifier="a negative mass of 0.1 or more in the middle pre-activations at the deepest depth")
 
@@ -589,14 +591,14 @@ glue("bn2-law-test", f"{np.median([r['test'] for L in law_depths for r in by_dep
 glue("bn2-main-collapsed", len(main_collapsed), display=False)
 
 ledger.above("collapse-set-by-init", "Fig. 1(a)", "the first collapse depth grows with the initialisation scale (default < "
-             "LeCun < He) at both lambdas: smallest gap between successive scales, in layers ('none up to the last depth' "
-             "counted as one grid step beyond it)", "training fails for L > 25 (lambda = 1e-3)", min(init_gaps), 0.5, fmt=".0f",
+             "LeCun < He) at both values of $\\lambda$: smallest gap between successive scales, in layers ('none up to the last depth' "
+             "counted as one grid step beyond it)", r"training fails for $L > 25$ ($\lambda = 10^{-3}$)", min(init_gaps), 0.5, fmt=".0f",
              items="fig1a", bearing="qualifies", origin="prior",
-             falsifier="at some lambda, a larger initialisation scale collapsing no later than a smaller one")
+             falsifier=r"at some $\lambda$, a larger initialisation scale collapsing no later than a smaller one")
 ledger.above("collapse-lambda", "Fig. 1(a)", "summed over the initialisation scales, the first collapse depth at the "
-             "smaller lambda minus at the larger one, in layers: the larger lambda collapses no later on average",
-             "the collapse follows lambda", sum(lam_gaps), -0.5, fmt=".0f", items="fig1a", bearing="qualifies",
-             falsifier="the larger lambda collapsing later than the smaller, summed over the initialisation scales",
+             r"smaller $\lambda$ minus at the larger one, in layers: the larger $\lambda$ collapses no later on average",
+             r"the collapse follows $\lambda$", sum(lam_gaps), -0.5, fmt=".0f", items="fig1a", bearing="qualifies",
+             falsifier=r"the larger $\lambda$ collapsing later than the smaller, summed over the initialisation scales",
              origin="after-seeds: 'at every scale' failed on seed 3 (LeCun: 20 at 5e-3, 16 at 1e-3, two seeds per cell)")
 ledger.above("deep-underestimate-nonfit", "Sec. 3.1", "collapsed networks in the factorial (rank 0, train cost > 0.5: "
              "rank-underestimating minima that do not fit)", "non-fitting underestimating minima at large depth",
@@ -606,7 +608,7 @@ ledger.below("no-fitting-underestimate", "Sec. 3.1", f"{pre['no-fitting-underest
              f"with train cost below {FIT} whose middle weight has fewer than {K_TRUE} singular values above 0.1 (the "
              "paper's measures)", "never observed", value["no-fitting-underestimate"], 0.5, fmt=".0f",
              items="claim-underestimate-fit", bearing=bear["no-fitting-underestimate"], origin="paper",
-             falsifier="a network with train cost below 0.1 and fewer than two singular values above 0.1 in W_mid")
+             falsifier=r"a network with train cost below 0.1 and fewer than two singular values above 0.1 in $W_\text{mid}$")
 ledger.above("fitting-underestimate-jacobian", "Sec. 3.1", f"{pre['fitting-underestimate-jacobian']}networks of the depth "
              f"sweep with train cost below {FIT} whose function's Jacobian has numerical rank below {K_TRUE}",
              "never observed", value["fitting-underestimate-jacobian"], 0.5, fmt=".0f",

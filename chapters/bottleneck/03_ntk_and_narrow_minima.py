@@ -258,7 +258,7 @@ ledger.holds("thm7-conclusion", "Thm 7", r"the paper's bound on $\sum_\ell \lVer
              "bounded activations", f"ratio >= {paper_slack:.0f}" if paper_ok else "violated", paper_ok, items="thm7",
              bearing="control", value=paper_slack, lo=1.0, origin="theory")
 ledger.below("activations-bounded", "Thm 7", r"median over layers of $\lVert\alpha_\ell(X)\rVert_F^2 / N$: largest over smallest of the "
-             "depth medians", "O(1) in most layers", act_ratio, 2.0, fmt=".2f", items="thm7", bearing="qualifies", origin="prior",
+             "depth medians", "$O(1)$ in most layers", act_ratio, 2.0, fmt=".2f", items="thm7", bearing="qualifies", origin="prior",
              falsifier="typical activations growing by a factor 2 or more between the smallest and the largest depth")
 
 # %% [markdown]
@@ -348,12 +348,12 @@ ledger.above("lr-runs-converged", "control", r"share of the networks of every ra
 stab_med = float(np.median([n["stability"] for n in large]))
 ledger.between("gd-edge-of-stability", "Sec. 4", rf"{ARM_TEX[TOP]}: $\eta$ times the top Hessian eigenvalue of the objective, median "
                r"over the networks: gradient descent ends near $2/\eta$, slightly above it (edge of stability)",
-               "||H||_op <= 2 / eta", stab_med, 1.5, 3.5, fmt=".2f", items="claim-lr-ntk", bearing="qualifies",
+               r"$\lVert H\rVert_\mathrm{op} \le 2/\eta$", stab_med, 1.5, 3.5, fmt=".2f", items="claim-lr-ntk", bearing="qualifies",
                falsifier=r"a median $\eta\,\lambda_{\max}$ below 1.5 (well inside the stable region) or above 3.5",
                origin="after-seeds: eta lambda_max <= 2.2 became the band [1.5, 3.5] after the seed-0 run gave 2.77; the "
                       "largest over networks became the median when the larger ridge of this version gave 3.16")
 ledger.between("ntk-op-order-L", "Sec. 4", rf"{ARM_TEX[TOP]}: growth exponent in $L$ of $(1/N)\lVert\Theta(X,X)\rVert_\mathrm{{op}}$ (log-log slope of the "
-               "depth medians); 1 for an NTK of order $L$", "O(L) NTK with eta = Theta(1/L)", op_exp[TOP], 0.5, 1.5,
+               "depth medians); 1 for an NTK of order $L$", r"$O(L)$ NTK with $\eta = \Theta(1/L)$", op_exp[TOP], 0.5, 1.5,
                fmt=".2f", items="claim-lr-ntk", bearing="supports", origin="prior",
                falsifier="a growth exponent of the NTK operator norm outside [0.5, 1.5] at the largest rate")
 ledger.above("lr-constant-flatter", "Sec. 4", rf"growth exponent of $(1/N)\lVert\Theta(X,X)\rVert_\mathrm{{op}}$ with {ARM_TEX[TOP]} minus with {ARM_TEX[CONST]}: "
@@ -364,7 +364,7 @@ ledger.above("lr-small-sharper", "Sec. 4", rf"{ARM_TEX[SMALL]} over {ARM_TEX[TOP
              "smaller rates allow a larger NTK", small_ratio, 1.0, fmt=".2f", items="claim-lr-ntk", bearing="supports",
              origin="prior", falsifier="the smaller rate ending with a smaller NTK operator norm at some depth")
 ledger.between("ntk-order-L", "Sec. 4", rf"{ARM_TEX[TOP]}: growth exponent in $L$ of the mean NTK trace $\operatorname{{Tr}}\Theta(x,x)$ (log-log slope of "
-               "the depth medians): it grows, and no faster than $L$", "an O(L) ('normal') NTK", trace_exp[TOP], 0.0,
+               "the depth medians): it grows, and no faster than $L$", "an $O(L)$ ('normal') NTK", trace_exp[TOP], 0.0,
                1.0, fmt=".2f", items="claim-lr-ntk", bearing="qualifies",
                falsifier="a trace exponent below 0 (falling) or above 1 (faster than L)",
                origin="after-seeds: the upper bound 1.5 replaced a depth ratio after the seed-0 run; the lower bound 0 was "
@@ -463,15 +463,15 @@ glue("bn3-p9-ratio-max", f"{max(p9_ratio):.2f}", display=False)
 glue("bn3-leaky-a", f"{a_leaky:g}", display=False)
 glue("bn3-leaky-ratio", f"{max(cex_leaky):.3f}", display=False)
 ledger.close("prop9-counterexample", "Prop. 9", r"scalar deep ReLU network: $\lVert\partial^2_{xy}\Theta(x,x)\rVert_\mathrm{op} / (L\,\lVert Jf\rVert^{2-2/L})$ "
-             r"(largest over $L = 2, \dots, 20$); the statement needs $\ge 2$", ">= 2", max(cex), 1.0, atol=1e-9, fmt=".6f",
+             r"(largest over $L = 2, \dots, 20$); the statement needs $\ge 2$", r"$\ge 2$", max(cex), 1.0, atol=1e-9, fmt=".6f",
              items="prop9", bearing="contradicts", origin="theory",
              falsifier="a ratio different from 1 at some depth (2 or more would satisfy the statement)")
 ledger.close("prop9-hessian-reading", "Prop. 9", r"the same network: the Hessian of $x \mapsto \Theta(x,x)$ over $2L\,\lVert Jf\rVert^{2-2/L}$ "
-             "(smallest over L): the stated constant is exact for this reading", ">= 1", min(cex_hess), 1.0, atol=1e-9,
+             "(smallest over $L$): the stated constant is exact for this reading", r"$\ge 1$", min(cex_hess), 1.0, atol=1e-9,
              fmt=".6f", items="prop9", bearing="control", origin="theory")   # the diagonal's Hessian is twice the mixed
              # derivative for any network, so this row follows from the one above: it cannot fail on its own
 ledger.below("prop9-trained-2L-fails", "Prop. 9", f"{ARM_TEX[TOP]} networks: share of the training points where the statement's "
-             r"quantity (the operator norm of the mixed derivative) reaches $2L\,\lVert Jf\rVert^{2-2/L}$", ">= 2L at every x",
+             r"quantity (the operator norm of the mixed derivative) reaches $2L\,\lVert Jf\rVert^{2-2/L}$", r"$\ge 2L$ at every $x$",
              p9_2L / p9_total, 0.5, fmt=".3f", items="prop9", bearing="contradicts", origin="prior",
              falsifier=r"the stated $2L\,\lVert Jf\rVert^{2-2/L}$ reached at half or more of the training points")
 ledger.holds("prop9-with-L", "Prop. 9 (proof)", r"$\lVert\partial_\theta(v^\top Jf\,u)\rVert^2 \ge L\,s_1^{2-2/L}$ at every training point of every "
@@ -479,8 +479,8 @@ ledger.holds("prop9-with-L", "Prop. 9 (proof)", r"$\lVert\partial_\theta(v^\top 
              items="prop9", bearing="control", origin="theory")
 ledger.below("prop9-leaky-fails", "Prop. 9", f"scalar leaky-ReLU network ($a$ = {a_leaky:g}, every pre-activation negative): "
              r"$\lVert\partial^2_{xy}\Theta(x,x)\rVert_\mathrm{op} / (L\,\lVert Jf\rVert^{2-2/L})$, largest over $L = 2, \dots, 20$; it equals $a^{2(L-1)/L}$ to "
-             f"{leaky_err:.0e}", ">= 2 (for any a in (-1, 1))", max(cex_leaky), 1.0, fmt=".3f", items="prop9",
-             bearing="contradicts", origin="theory", falsifier="a ratio of 1 or more at some depth (the bound with L holding)")
+             f"{leaky_err:.0e}", r"$\ge 2$ (for any $a \in (-1, 1)$)", max(cex_leaky), 1.0, fmt=".3f", items="prop9",
+             bearing="contradicts", origin="theory", falsifier="a ratio of 1 or more at some depth (the bound with $L$ holding)")
 
 # %% [markdown]
 # On the trained networks the proof's bound with $L$ holds at every point (a control), and the
@@ -580,12 +580,12 @@ ledger.above("thm10-jacobian-larger", "Thm 10", r"rank-1 over free students: lar
              falsifier="rank-1 students with a largest Jacobian less than 1.5 times the free students'",
              origin="after-seeds: the smallest ratio over N became the pooled ratio after another seed failed")
 ledger.above("thm10-ntk-larger", "Thm 10", r"largest $\operatorname{Tr}\Theta(x,x) / L$ on the grid, rank-1 over free students (ratio of "
-             "medians over every student, all N pooled)", "NTK grows like N^(4 - 4/k*)", ntk_gap, 1.0, fmt=".2f",
+             "medians over every student, all N pooled)", r"NTK grows like $N^{4 - 4/k^*}$", ntk_gap, 1.0, fmt=".2f",
              items="thm10", bearing="qualifies", proxy=True,
              falsifier="rank-1 students whose NTK peak is no higher than the free students'",
              origin="after-seeds: the ratio at the largest N became the pooled ratio after another seed failed")
 ledger.above("thm10-c1-larger", "Sec. 3.1, 4.1", r"$c_1 = \lVert\theta\rVert^2 - L$ of rank-1 students minus that of free students "
-             "(medians over every student, all N pooled)", "R1 of rank-1 fits grows like 2(1 - 1/k*) log N", c1_gap, 0.0,
+             "(medians over every student, all N pooled)", r"$R^{(1)}$ of rank-1 fits grows like $2(1 - 1/k^*)\log N$", c1_gap, 0.0,
              fmt=".2f", items="claim-r1-logN", bearing="qualifies", proxy=True,
              falsifier=r"rank-1 students with no larger $c_1$ than the free students (median gap $\le 0$)",
              origin="after-seeds: the gap at the largest N became the pooled gap after another seed failed")

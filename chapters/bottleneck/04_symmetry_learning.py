@@ -151,7 +151,7 @@ cost_gap = min(strong["test_costs"]) - max(weak["test_costs"])
 tradeoff = cost_gap > 0 and all(k > 2 for k in weak["mid_ranks"])
 ledger.holds("rank-fit-tradeoff", "Sec. 5", r"at CPU scale the rank-2 networks (larger $\lambda$) fit worse than every network "
              r"of the smaller $\lambda$, which keeps more than two directions",
-             "rank 2 and a good fit together (L = 25, lambda = 2e-4)",
+             r"rank 2 and a good fit together ($L = 25$, $\lambda = 2\cdot10^{-4}$)",
              f"test cost {np.median(strong['test_costs']):.3f} vs {np.median(weak['test_costs']):.3f}; ranks "
              f"{strong['mid_ranks']} vs {weak['mid_ranks']}", tradeoff, tolerance="both",
              items="sec5-symmetry", bearing="qualifies", value=cost_gap, lo=0.0,

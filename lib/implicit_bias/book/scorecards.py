@@ -244,21 +244,24 @@ _MD_SPECIAL = re.compile(r"([\\`*_<>\[\]{}#~])")
 _MD_MATH = re.compile(r"(?<![\\$])\$(?!\$)[^$\n]+?(?<![\\\s])\$(?!\$)")
 
 
-def md_text(value: Any) -> str:
-    """Text for a cell of a generated Markdown table: as written (its Markdown characters escaped,
-    so that nothing turns into emphasis, code or HTML, and ``|`` does not end the cell), with
-    ``$...$`` kept as math, and ids, numbers and ranges kept on one line (a ``nowrap`` span: see
-    :func:`implicit_bias.claims.keep_whole`)."""
+def md_text(value: Any, *, table: bool = True) -> str:
+    """Text for generated Markdown: as written (its Markdown characters escaped, so that nothing
+    turns into emphasis, code or HTML, and ``|`` does not end a table cell), with ``$...$`` kept as
+    math, and ids, numbers and ranges kept on one line (a ``nowrap`` span: see
+    :func:`implicit_bias.claims.keep_whole`). In a table cell (``table``) a ``|`` inside math is
+    escaped too (the table's cell splitting removes that backslash again); in running text (a list,
+    a paragraph) math is kept verbatim, since nothing would remove it there and MathJax would read
+    ``\\|`` as a double bar."""
     text = str(value).replace("\n", " ")
     plain = lambda part: keep_whole(_MD_SPECIAL.sub(r"\\\1", part),
-                                    lambda token: f'<span class="nowrap">{token}</span>')
+                                    lambda token: f'<span class="nowrap">{token}</span>').replace("|", "\\|")
     out, at = [], 0
     for m in _MD_MATH.finditer(text):
         out.append(plain(text[at:m.start()]))
-        out.append(m.group(0))
+        out.append(m.group(0).replace("|", "\\|") if table else m.group(0))
         at = m.end()
     out.append(plain(text[at:]))
-    return "".join(out).replace("|", "\\|")
+    return "".join(out)
 
 
 _md = md_text
@@ -343,6 +346,11 @@ def render_scorecard(paper: Paper, rows: Sequence[ItemStatus]) -> list[str]:
     return lines
 
 
+def _item_in_text(r: ItemStatus) -> str:
+    """An item as running Markdown text: its title, then where it is in the paper."""
+    return f"{md_text(r.item.title, table=False)} ({md_text(r.item.where, table=False)})"
+
+
 def render_summary(papers: dict[str, Paper], claims: Sequence[CitedClaim],
                    order: Sequence[str]) -> str:
     """The intro's summary of results: per paper, the counts of item statuses, mathematical
@@ -371,13 +379,13 @@ def render_summary(papers: dict[str, Paper], claims: Sequence[CitedClaim],
         said = []
         if refuted:
             said.append("the checks refute "
-                        + "; ".join(f"{md_text(r.item.title)} ({md_text(r.item.where)})" for r in refuted))
+                        + "; ".join(_item_in_text(r) for r in refuted))
         if direct:
             said.append("the runs contradict "
-                        + "; ".join(f"{md_text(r.item.title)} ({md_text(r.item.where)})" for r in direct))
+                        + "; ".join(_item_in_text(r) for r in direct))
         if standin:
             said.append("on stand-in data they contradict "
-                        + "; ".join(f"{md_text(r.item.title)} ({md_text(r.item.where)})" for r in standin))
+                        + "; ".join(_item_in_text(r) for r in standin))
         if said:
             bullets.append(f"- **{paper.short}**: " + "; ".join(said) + ".")
     lines = (["**Mathematical statements** (identities, lemmas, bounds, theorems: checked numerically)", ""]
@@ -423,7 +431,7 @@ def render_contradicted(papers: dict[str, Paper], claims: Sequence[CitedClaim],
             how = ("refuted by" if r.status == "refuted" else "contradicted by" if direct
                    else "contradicted on stand-in data by")
             where = "" if direct or r.status == "contradicted on stand-in data" else f" (status: {r.status}, from the direct findings)"
-            lines.append(f"- {md_text(r.item.where)}, {md_text(r.item.title)}: {how} {ids} ({links}){where}.")
+            lines.append(f"- {md_text(r.item.where, table=False)}, {md_text(r.item.title, table=False)}: {how} {ids} ({links}){where}.")
         lines.append("")
     return lines
 
