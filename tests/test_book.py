@@ -313,8 +313,6 @@ def test_every_finding_names_its_falsifier(part: str):
 ASCII_MATH_LEFT = (
     "chapters/bottleneck/02_depth_sweep",
     "chapters/extrapolation/02_reversion_with_shift",
-    "chapters/extrapolation/03_mechanism",
-    "chapters/extrapolation/04_theory",
     "chapters/extrapolation/07_sharper_tests",
     "chapters/extrapolation/08_mnist",
     "chapters/extrapolation/09_mnist_mechanism",
