@@ -326,7 +326,6 @@ ASCII_MATH_LEFT = (
     "chapters/rank_minimization/02_constant_probability",
     "chapters/rank_minimization/03_where_gradient_flow_goes",
     "chapters/saddle_to_saddle/01_escape_directions",
-    "chapters/synthesis/04_alignment_and_depth",
 )
 
 
