@@ -312,14 +312,7 @@ def test_every_finding_names_its_falsifier(part: str):
 # formula; the test fails on an entry that is no longer needed.
 ASCII_MATH_LEFT = (
     "chapters/extrapolation/02_reversion_with_shift",
-    "chapters/extrapolation/03_mechanism",
-    "chapters/extrapolation/04_theory",
-    "chapters/extrapolation/07_sharper_tests",
-    "chapters/extrapolation/08_mnist",
-    "chapters/extrapolation/09_mnist_mechanism",
     "chapters/extrapolation/10_which_constant",
-    "chapters/synthesis/01_five_lenses",
-    "chapters/synthesis/04_alignment_and_depth",
 )
 
 

@@ -235,7 +235,7 @@ plt.close(fig)
 glue("ocs-sd", float(sd), display=False)
 glue("ocs-mu", float(mu), display=False)
 ledger.above("biased-std", "App. B.4", "the biased std gives a lower average NLL than the unbiased one",
-             "sigma* is the (biased) sample variance", loss_unbiased - loss_biased, 0.0, fmt=".2e",
+             r"$\sigma^*$ is the (biased) sample variance", loss_unbiased - loss_biased, 0.0, fmt=".2e",
              items="ocs-nll", bearing="control", origin="theory")
 
 # %% [markdown]
@@ -387,7 +387,7 @@ glue("ocs-score-clean", scores["clean test images"], display=False)
 glue("ocs-score-blend", scores["blend noise, severity 5"], display=False)
 ledger.close("ood-same", "App. B.3", "same distribution scores 0.5", "0.5 = indistinguishable",
              scores["clean test images"], 0.5, atol=0.05, items="def-ood-score", bearing="control", origin="prior")
-ledger.above("ood-blend", "App. B.3", "half-noise images score above 0.6", "-> 1 for separable sets",
+ledger.above("ood-blend", "App. B.3", "half-noise images score above 0.6", r"$\to 1$ for separable sets",
              scores["blend noise, severity 5"], 0.6, items="def-ood-score", bearing="control", origin="prior")
 
 # %% [markdown]

@@ -502,11 +502,11 @@ for n in NORMS:
     t = [np.log(row["d_c"] / row["d_id"]) for row in const[n]]
     print(f"  {NORM_NAMES[n]:<10} log(|c_k - f*|^2 / mean ID distance): {lb(t):.2f} .. {ub(t):.2f}")
 log_const = {n: [np.log(row["d_c"] / row["d_id"]) for row in const[n]] for n in NORMS}
-ledger.above("const-mse-nn-bn", "Fig. 4", f"no norm and BN: log(|c_k - f*|^2 / mean ID distance), worse of the two ({LO})",
+ledger.above("const-mse-nn-bn", "Fig. 4", rf"no norm and BN: $\log$($\lVert c_k - f^*\rVert^2$ / mean ID distance), worse of the two ({LO})",
              "constants mirror the OCS (contradicted)", min(lb(log_const[n]) for n in (None, "batch")), 0.0, fmt=".2f",
              items="fig4-const", bearing="contradicts", proxy=True, origin="after-seeds: written after seeing seed 0",
              falsifier="without normalisation or with BatchNorm the reward networks' constant is not farther from the OCS than their in-distribution predictions by 2 SE")
-ledger.below("const-mse-ln-vs-nn", "Fig. 4", f"log(|c_k - f*|^2 / mean ID distance), LayerNorm minus no norm ({HI})",
+ledger.below("const-mse-ln-vs-nn", "Fig. 4", rf"$\log$($\lVert c_k - f^*\rVert^2$ / mean ID distance), LayerNorm minus no norm ({HI})",
              "constants mirror the OCS", ub(np.array(log_const["layer"]) - np.array(log_const[None])), 0.0, fmt=".2f",
              items="fig4-const", bearing="qualifies", proxy=True,
              origin="after-seeds: replaces const-mse-ln (closer than the in-distribution predictions), which failed on seed 4",
@@ -525,7 +525,7 @@ ledger.above("ce-reverts-nn-ln", "Fig. 11", f"CE, no norm and LN: KL sev 0 minus
              "predictions revert with every normalisation (BN not resolved here)", min(lb(drop[n, "ce"]) for n in (None, "layer")), 0.0,
              fmt=".3f", items="fig11", bearing="qualifies", proxy=True, origin="after-seeds: written after seeing seed 0",
              falsifier="without normalisation or with LayerNorm the classifiers' KL at severity 5 is not below its clean value by 2 SE")
-ledger.above("mse-toward-constant", "Sec. 4.1", f"rewards, no norm and BN: |f - c_k|^2 sev 0 minus sev 5, the worse ({LO})",
+ledger.above("mse-toward-constant", "Sec. 4.1", rf"rewards, no norm and BN: $\lVert f - c_k\rVert^2$ sev 0 minus sev 5, the worse ({LO})",
              "outputs dominated by the constants", min(lb(to_const[n][:, 0] - to_const[n][:, -1]) for n in (None, "batch")), 0.0,
              fmt=".2f", items="mechanism", bearing="supports", proxy=True,
              origin="after-seeds: written after seed 0 for every norm; LayerNorm left out after its fall was within noise on seed 1",

@@ -155,10 +155,10 @@ ledger.below("d1-margin-discretisation", "Lemma D.1 (Lyu & Li)", "the normalised
              "monotone under gradient flow", shrink, 0.5, fmt=".2f", items="setting-homogeneous", bearing="control",
              origin="prior: an O(eta) effect shrinks about 4x; at least 2x required",
              vtol=0.2)  # a ratio of the largest round-off-sized margin decreases: 0.26 here, 0.15 with generic CPU kernels
-ledger.above("d1-direction", "Lemma D.1", "the parameter direction converges (cosine between T/2 and T)",
+ledger.above("d1-direction", "Lemma D.1", "the parameter direction converges (cosine between $T/2$ and $T$)",
              "converges in direction", min(float(c.min()) for c in cosines.values()), 0.95, fmt=".4f",
              items="lemD1", bearing="supports", origin="prior",
-             falsifier="the cosine between the parameter directions at T/2 and T is below 0.95 (no directional convergence within the run)")
+             falsifier="the cosine between the parameter directions at $T/2$ and $T$ is below 0.95 (no directional convergence within the run)")
 ledger.below("d1-balanced", "proof of Lemma D.4", "layers end balanced: max/min Frobenius norm",
              "$\\lVert W_i\\rVert_F$ all equal at the optimum", max(float(b.max()) for b in balance.values()), 1.05, fmt=".4f",
              items="setting-homogeneous", bearing="control", origin="prior")
@@ -280,7 +280,7 @@ for name, value in {"th-frac-min": frac_min, "th-R-min": R_min, "th-ood-last": o
     glue(name, value, display=False)
 
 print(f"smallest relative slack of the chain inequality (test and OOD inputs, every layer): {slack_min:.3g}")
-ledger.above("p41-margin-kept", "Prop. 4.1", "held-out fraction with margin >= the smallest training margin",
+ledger.above("p41-margin-kept", "Prop. 4.1", r"held-out fraction with margin $\ge$ the smallest training margin",
              "$1-\\tilde O(\\sqrt{\\log(1/\\delta)/N}+\\dots)$ (its bound is vacuous here: d2-vacuous)", frac_min, 0.8, items="prop41",
              bearing="qualifies",
              origin="prior: 1 - sqrt(log(20)/N) rounded down",
@@ -321,7 +321,7 @@ term_min = min(float(v.min()) for v in bound_terms.values())
 glue("th-d2-min", term_min, display=False)
 glue("th-n-train", n_train, display=False)
 ledger.above("d2-vacuous", "Lemma D.2 (Bartlett et al.)", "leading term of the margin bound, smallest over depths and members",
-             "O~(.) small for large N", term_min, 1.0, fmt=".3g", items=["lemD2", "prop41"], bearing="control",
+             r"$\tilde O(\cdot)$ small for large $N$", term_min, 1.0, fmt=".3g", items=["lemD2", "prop41"], bearing="control",
              origin="theory: a probability bound above 1 is vacuous")
 
 # %% [markdown]
@@ -409,7 +409,7 @@ ledger.holds("d4-proof-bound", "Lemma D.4, eq. 7 (Timor et al. Thm 5)", "$\\bar\
              all(bool((rho_bar[L].numpy() >= bounds[L][0]).all()) for L in deeper), "min margin >= 0 per depth",
              items="lemD4-eq7", bearing="qualifies", origin="theory",
              value=min(float((rho_bar[L].numpy() - bounds[L][0]).min()) for L in deeper), lo=0.0,
-             falsifier="some trained member at depth L > 2 has a mean spectral-to-Frobenius ratio below the proof's eq. 7 bound")
+             falsifier="some trained member at depth $L > 2$ has a mean spectral-to-Frobenius ratio below the proof's eq. 7 bound")
 ledger.holds("d4-statement-exceeds", "Lemma D.4 (as stated)", f"at depth {L_max} the printed bound $C_1^{{1/L}}\\sqrt{{L/(L+1)}}$ exceeds the measured $\\bar\\rho_L$ (every member)",
              "$\\bar\\rho_L\\ge C_1^{1/L}\\sqrt{L/(L+1)}\\to1$ (at a global optimum; not certified here)", f"{float((bounds[L_max][1] - rho_bar[L_max].numpy()).min()):+.3f}",
              bool((bounds[L_max][1] > rho_bar[L_max].numpy()).all()), "bound $-\\,\\bar\\rho_L>0$",
@@ -417,7 +417,7 @@ ledger.holds("d4-statement-exceeds", "Lemma D.4 (as stated)", f"at depth {L_max}
              value=float((bounds[L_max][1] - rho_bar[L_max].numpy()).min()), lo=0.0,
              falsifier="at depth 8 some member's measured ratio reaches the printed bound $C_1^{1/L}\\sqrt{L/(L+1)}$ (the printed bound holds for it)")
 ledger.below("d4-rho-decreases", "Lemma D.4 / Sec. 4.2", f"$\\bar\\rho_L$ falls with depth: $\\bar\\rho_{{{L_max}}}-\\bar\\rho_{{{depths[0]}}}$ (max over members)",
-             "low rank 'exacerbated by depth', -> rank 1", float((rho_bar[L_max] - rho_bar[depths[0]]).max()), 0.0,
+             "low rank 'exacerbated by depth', $\\to$ rank 1", float((rho_bar[L_max] - rho_bar[depths[0]]).max()), 0.0,
              items="claim-rank1", bearing="contradicts", origin="prior",
              falsifier="for some member the mean ratio at depth 8 is not below its value at depth 2 (low rank grows with depth, as the paper reads)")
 ledger.above("d4-rank-two", "Lemma D.4 (book)", f"depth {L_max}: $s_2/s_1$ averaged over the middle layers is nearer 1 (rank 2) than 0 (rank 1); worst member",
@@ -525,9 +525,9 @@ for name, value in {"th-tight-1": tight[1], "th-tight-2": tight[2], "th-out-rati
                     "th-in-top2": in_top2, "th-proj1-min": float(proj_ratio[1].min())}.items():
     glue(name, value, display=False)
 
-ledger.above("t41-rank2-tighter", "Thm. 4.1 (book)", "the rank-2 split is tighter than the rank-1 split: E[|f|/bound] for k=2 minus k=1",
+ledger.above("t41-rank2-tighter", "Thm. 4.1 (book)", r"the rank-2 split is tighter than the rank-1 split: $\mathbb E[|f|/\text{bound}]$ for $k=2$ minus $k=1$",
              "rank-1 projections suffice", tight[2] - tight[1], 0.0, items="thm41", bearing="qualifies", origin="prior",
-             falsifier="the rank-2 split is not tighter on average than the rank-1 split (difference of E[|f|/bound] not above 0)")
+             falsifier=r"the rank-2 split is not tighter on average than the rank-1 split (difference of $\mathbb E[|f|/\text{bound}]$ not above 0)")
 # the outputs of OOD inputs are smaller, but not through the theorem's premise: at the middle layer the OOD
 # features keep the held-out share of the top-2 subspace (printed above), so this row qualifies Thm. 4.1
 ledger.below("t41-ood-output", "Thm. 4.1 / Sec. 4", f"OOD outputs are smaller than held-out outputs at depth {L_max}, with the middle-layer projections as large as held-out ones: $\\mathbb E_{{OOD}}|f|/\\mathbb E_{{test}}|f|$ (worst member)",
@@ -536,7 +536,7 @@ ledger.below("t41-ood-output", "Thm. 4.1 / Sec. 4", f"OOD outputs are smaller th
                     "trained to large margins on clustered data give smaller outputs by construction (as p41-ood-smaller), "
                     "so no run could fail it; t41-premise-absent carries the finding")
 premise_gap = float(proj_ratio[1].min() - out_ratio.max())
-ledger.above("t41-premise-absent", "Thm. 4.1", f"the premise: OOD / held-out rank-1 projection at the middle layer (smallest member) minus OOD / held-out E|f| (largest member), depth {L_max}",
+ledger.above("t41-premise-absent", "Thm. 4.1", f"the premise: OOD / held-out rank-1 projection at the middle layer (smallest member) minus OOD / held-out $\\mathbb E|f|$ (largest member), depth {L_max}",
              "OOD features have small projections, hence small outputs", premise_gap, 0.0, fmt=".2f", items="thm41",
              bearing="qualifies", origin="after-seeds: 'projection ratio above 0.8' (0.91-0.93 on seed 0) failed on seeds 2 "
                                          "and 4 (0.74, 0.80); restated as: the projections shrink less than the outputs",
@@ -631,17 +631,17 @@ for name, value in {"th-homog": homog, "th-bias-share": share, "th-agree-M": agr
 print(f"input homogeneity f~(lambda x) - b = lambda (f~(x) - b), largest relative error: {homog:.1e}")
 ledger.below("p42-bias-settles", "Prop. 4.2 (book)", "the bias settles: $|b_T-b_{T/2}|/\\max(1,|b_T|)$, worst member",
              "$b$ grows along $\\sum_M y_k$", settle, 0.05, items="prop42", bearing="contradicts", origin="prior",
-             falsifier="some member's output bias still moves by 5% or more of its size between T/2 and T")
+             falsifier="some member's output bias still moves by 5% or more of its size between $T/2$ and $T$")
 # a control: with margins growing like ||theta||^L, a bias that settles is negligible by construction
 ledger.below("p42-bias-negligible", "Prop. 4.2 (book)", "the bias is negligible against the outputs: $|b|/\\mathbb E|f-b|$ (worst member)",
              "$b\\sim$ OCS direction", share, 1e-3, fmt=".2g", items="prop42", bearing="control",
              origin="after-seeds: 1e-6 with 3000 steps and 3 members; 1e-3 since the run has 48 members and 1500 steps")
-ledger.below("p42-sign-margin", "Prop. 4.2", f"sign(b) = sign(label sum of the margin points): upper end of the 95% interval over {n_M} members",
+ledger.below("p42-sign-margin", "Prop. 4.2", rf"$\operatorname{{sign}}(b)$ = the sign of the label sum of the margin points: upper end of the 95% interval over {n_M} members",
              "in every member ($b\\sim\\sum_M y_k$)", ci_M[1], 0.9, fmt=".2f", items="prop42", bearing="contradicts",
              origin="prior: the proposition predicts every member; 0.9 leaves room for misidentified margin points",
              falsifier="the upper end of the 95% interval of the sign agreement with the margin points' label sum is 0.9 or more (consistent with the proposition's 'every network')")
-ledger.below("p42-sign-ocs", "Prop. 4.2", f"sign(b) = sign of the OCS (majority class): upper end of the 95% interval over {Eb} members",
-             "b points like the OCS (when the margin points have the label marginal)", ci_ocs[1], 0.9, fmt=".2f",
+ledger.below("p42-sign-ocs", "Prop. 4.2", rf"$\operatorname{{sign}}(b)$ = the sign of the OCS (majority class): upper end of the 95% interval over {Eb} members",
+             "$b$ points like the OCS (when the margin points have the label marginal)", ci_ocs[1], 0.9, fmt=".2f",
              items="prop42", bearing="qualifies", origin="prior",
              falsifier="the upper end of the 95% interval of the sign agreement with the OCS is 0.9 or more")
 

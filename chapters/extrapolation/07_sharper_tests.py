@@ -251,20 +251,20 @@ ledger.above("imb-kl-falls", "Sec. 3.2 / App. B.3", f"imbalanced labels: mean KL
              "the distance to the OCS measures reversion", kl_drop, 0.0, fmt=".3f", items="def-distance", bearing="qualifies",
              proxy=True, origin=PILOT + "; networks per type raised from 5 to 10 after it failed on a seed beyond 0-4",
              falsifier="for some net type and shift the mean per-sample KL to the OCS at severity 5 is not below its clean value by 2 SE")
-ledger.below("imb-t-falls", "Sec. 3.1", f"imbalanced labels, blur: t (>0: nearer the OCS than uniform) at sev 5 minus at sev 0, worst net type ({HI})",
-             "predictions approach the OCS (contradicted at x1; qualified: at 3 x the epochs t rises on seed 1, 0.364)",
+ledger.below("imb-t-falls", "Sec. 3.1", f"imbalanced labels, blur: $t$ ($t>0$: nearer the OCS than uniform) at sev 5 minus at sev 0, worst net type ({HI})",
+             "predictions approach the OCS (contradicted at x1; qualified: at 3 x the epochs $t$ rises on seed 1, 0.364)",
              t_change, 0.0, fmt=".3f", bearing="qualifies",
              **{**IMB, "origin": "after-seeds: replaces imb-closer-to-uniform (t < 0 at sev 5) after review; restricted to "
                                  "blur after seed 0 showed t nearly unchanged under contrast for the plain networks; "
                                  "bearing qualifies after the budget sweep (x3, seed 1: 0.364, FAIL)"},
-             falsifier="under blur some net type's t at severity 5 is not below its clean value by 2 SE (the predictions do not move towards uniform rather than the OCS)")
-ledger.above("imb-mean-away", "Sec. 3.1", f"imbalanced labels: KL(mean prediction || OCS), sev 5 minus sev 0, worst net type and shift ({LO})",
+             falsifier="under blur some net type's $t$ at severity 5 is not below its clean value by 2 SE (the predictions do not move towards uniform rather than the OCS)")
+ledger.above("imb-mean-away", "Sec. 3.1", rf"imbalanced labels: $\mathrm{{KL}}(\text{{mean prediction}}\,\|\,\text{{OCS}})$, sev 5 minus sev 0, worst net type and shift ({LO})",
              "predictions approach the OCS (contradicted)", away, 0.0, fmt=".3f", bearing="contradicts", **IMB,
              falsifier="for some net type and shift the KL of the mean prediction to the OCS at severity 5 is not above its clean value by 2 SE")
-ledger.below("imb-bias-uniform", "Fig. 4", f"imbalanced labels: KL(softmax(b_out) || u) - KL(softmax(b_out) || OCS), worst net type ({HI})",
+ledger.below("imb-bias-uniform", "Fig. 4", rf"imbalanced labels: $\mathrm{{KL}}(\mathrm{{softmax}}(b_{{\rm out}})\,\|\,u) - \mathrm{{KL}}(\mathrm{{softmax}}(b_{{\rm out}})\,\|\,\text{{OCS}})$ ($u$ uniform), worst net type ({HI})",
              "constants mirror the OCS (contradicted)", bias_gap, 0.0, fmt=".3f", items="fig4-const",
              bearing="contradicts", proxy=True, origin=PILOT,
-             falsifier="for some net type softmax(b_out) is not nearer uniform than the OCS by 2 SE")
+             falsifier=r"for some net type $\mathrm{softmax}(b_{\rm out})$ is not nearer uniform than the OCS by 2 SE")
 
 # %% [markdown]
 # ## 2. High-dimensional inputs with low-dimensional classes
@@ -388,22 +388,22 @@ glue("ocs7-hd-t1", ub(off["t"][:, -1]), display=False)
 # k-dimensional top subspace, its output norm and its distance to the network's constant fall is the
 # construction working (control rows); the findings are the distance to the OCS and where the constant is
 HD = dict(items="mechanism", bearing="control", origin=PILOT)
-ledger.above("hd-kl-falls", "Fig. 3", f"d={P['d']}, off the subspace: mean KL to the OCS, lambda 0 minus 1 ({LO})",
+ledger.above("hd-kl-falls", "Fig. 3", rf"$d={P['d']}$, off the subspace: mean KL to the OCS, $\lambda=0$ minus $\lambda=1$ ({LO})",
              "distance falls as inputs become OOD", lb(off["kl"][:, 0] - off["kl"][:, -1]), 0.0, fmt=".3f",
              items="fig3", bearing="supports", proxy=True, origin=PILOT,
-             falsifier="off the subspace the mean KL to the OCS at lambda 1 is not below its value at lambda 0 by 2 SE")  # a synthetic stand-in for Fig. 3's data sets
-ledger.above("hd-proj-falls", "Sec. 4", f"d={P['d']}, off the subspace: projection ratio, lambda 0 minus 1 ({LO})",
+             falsifier=r"off the subspace the mean KL to the OCS at $\lambda=1$ is not below its value at $\lambda=0$ by 2 SE")  # a synthetic stand-in for Fig. 3's data sets
+ledger.above("hd-proj-falls", "Sec. 4", rf"$d={P['d']}$, off the subspace: projection ratio, $\lambda=0$ minus $\lambda=1$ ({LO})",
              "OOD inputs leave the weights' top subspace", lb(off["proj"][:, 0] - off["proj"][:, -1]), 0.0, fmt=".3f",
              **HD)
-ledger.below("hd-outnorm", "Sec. 4", f"d={P['d']}, off the subspace: log output-layer norm ratio at lambda 1 ({HI})",
+ledger.below("hd-outnorm", "Sec. 4", rf"$d={P['d']}$, off the subspace: log output-layer norm ratio at $\lambda=1$ ({HI})",
              "OOD feature norms shrink", ub(np.log(off["out"][:, -1])), 0.0, fmt=".2f", **HD)
-ledger.above("hd-to-constant", "Sec. 4.1", f"d={P['d']}, off the subspace: KL to the network's constant, lambda 0 minus 1 ({LO})",
+ledger.above("hd-to-constant", "Sec. 4.1", rf"$d={P['d']}$, off the subspace: KL to the network's constant, $\lambda=0$ minus $\lambda=1$ ({LO})",
              "outputs dominated by the constants", lb(off["to_c"][:, 0] - off["to_c"][:, -1]), 0.0, fmt=".3f", **HD)
-ledger.below("hd-constant-not-ocs", "Fig. 4", f"d={P['d']}: t of the network's constant softmax(f(0)) ({HI})",
+ledger.below("hd-constant-not-ocs", "Fig. 4", rf"$d={P['d']}$: $t$ of the network's constant $\mathrm{{softmax}}(f(0))$ ({HI})",
              "constants mirror the OCS (contradicted)", ub(off["c_t"][:, 0]), 0.0, fmt=".3f", items="fig4-const",
              bearing="contradicts", proxy=True, origin=PILOT,
-             falsifier="t of the network's constant softmax(f(0)) is not negative by 2 SE (the constant is nearer the OCS than uniform)")
-ledger.below("hd-within-control", "control", f"d={P['d']}, within the subspace: projection ratio, lambda 0 minus 1 ({HI})",
+             falsifier=r"$t$ of the network's constant $\mathrm{softmax}(f(0))$ is not negative by 2 SE (the constant is nearer the OCS than uniform)")
+ledger.below("hd-within-control", "control", rf"$d={P['d']}$, within the subspace: projection ratio, $\lambda=0$ minus $\lambda=1$ ({HI})",
              "no fall without leaving the subspace", ub(inn["proj"][:, 0] - inn["proj"][:, -1]), 0.1, fmt=".3f",
              items="mechanism", bearing="control", origin="after-seeds: the margin 0.1 was set after seeing seed 0")
 

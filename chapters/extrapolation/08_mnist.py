@@ -191,7 +191,7 @@ print("OOD score of the rotated test sets: " + " ".join(f"{a:g} deg {v:.3f}" for
 ledger.above("accuracy", "setup", "clean test accuracy of the cross-entropy networks (smallest)" + ON, "-",
              float(M["acc"].min()), 0.85, fmt=".3f", items="table-b2", bearing="control",
              origin="prior: a working classifier")
-ledger.above("nll-fits", "setup", "Gaussian NLL: R^2 of the predicted mean mu against the digit value on the clean test "
+ledger.above("nll-fits", "setup", r"Gaussian NLL: $R^2$ of the predicted mean $\mu$ against the digit value on the clean test "
              "images (smallest over the networks)" + ON, "-", float(M["nll_r2"].min()), 0.5, fmt=".2f", items="fig2",
              bearing="control", origin="prior: a regressor that explains half the variance of the digit value (stated "
                                        "in review, before this claim's first run)")
@@ -252,7 +252,7 @@ for name, key in (("KL(mean softmax on 6s || marginal)", "kl6"), ("mean KL to th
                   ("Gaussian: mean predicted std, all test images", "sigma"), ("Gaussian: mean predicted std on 6s", "sigma6"),
                   ("Gaussian: mean predicted mu on 6s", "mu6"), ("Gaussian: mean KL to the OCS, all test images", "nll_kl")):
     print(f"  {name:<48}" + " ".join(f"{v:6.3f}" for v in M[key].mean(0)))
-ledger.above("fig2-ce", "Fig. 2", f"rotated 6s: KL(mean softmax || marginal), 0 minus 90 degrees ({STAT})" + ON,
+ledger.above("fig2-ce", "Fig. 2", rf"rotated 6s: $\mathrm{{KL}}(\text{{mean softmax}}\,\|\,\text{{marginal}})$, 0 minus 90 degrees ({STAT})" + ON,
              "predictions move to the OCS", lb(kl6[:, 0] - kl6[:, -1]), 0.0, items="fig2", bearing="supports",
              proxy=not real, origin="prior: the part's 2-SE rule",
              falsifier="the KL of the mean softmax on the 6s rotated by 90 degrees is not below its value at 0 degrees by 2 SE")
@@ -262,7 +262,7 @@ ledger.above("ce-kl-falls", "Sec. 3.1, Fig. 3", f"all test images: mean KL to th
              origin="prior: the part's 2-SE rule; item 'fig3' (was 'hypothesis') after review: on nearly balanced "
                     "labels a falling per-sample KL is also a loss of confidence (07_sharper_tests, 09_mnist_mechanism)",
              falsifier="the mean per-sample KL to the marginal at 90 degrees is not below its value at 0 degrees by 2 SE")
-ledger.above("nll-sigma-grows", "Fig. 2, Sec. 3.1", f"Gaussian NLL, all test images: log(mean predicted std at 90 / at "
+ledger.above("nll-sigma-grows", "Fig. 2, Sec. 3.1", f"Gaussian NLL, all test images: $\\log$(mean predicted std at 90 / at "
              f"0 degrees) ({STAT})" + ON, "predicted variance increases with shift", lb(log_sigma), 0.0,
              items=["claim-not-shrinking", "fig2"], bearing="supports", proxy=not real,
              origin="after-seeds: the part's 2-SE rule, read on all test images after a pilot on seed 0 (on the 6s alone "

@@ -304,13 +304,13 @@ for n in NORMS:
     print(f"  {NORM_NAMES[n]:<10} KL(softmax(b_out) || marginal) {M['kl_const', n].mean():.3f}; KL(softmax(b_out) || "
           f"uniform) {M['kl_const_u', n].mean():.3f}; KL to the marginal at 0 / 90 degrees "
           f"{M['dist', 'rotation', n][:, 0].mean():.3f} / {M['dist', 'rotation', n][:, -1].mean():.3f}")
-ledger.above("const-not-ocs", "Fig. 4", "imbalanced labels: KL(softmax(b_out) || marginal) / KL(uniform || marginal), "
+ledger.above("const-not-ocs", "Fig. 4", r"imbalanced labels: $\mathrm{KL}(\mathrm{softmax}(b_{\rm out})\,\|\,\text{marginal}) / \mathrm{KL}(\text{uniform}\,\|\,\text{marginal})$, "
              f"smallest over the normalisations ({LO}; 0: the constant is the OCS, 1: as far as uniform)" + ON,
              "the constants closely mirror the OCS (here they stay near uniform)", const_worst, 0.5, fmt=".2f",
              items="fig4-const", bearing="qualifies", proxy=not real,
              origin="after-seeds: first claimed in the paper's direction (closer to the marginal than uniform is), "
                     "which failed on seed 0 (ratios 0.94-1.04); 0.5 (halfway) set then",
-             falsifier="for some normalisation the lower 2-SE end of KL(softmax(b_out) || marginal) / KL(uniform || marginal) is 0.5 or less (the constant is at least halfway to the OCS)")
+             falsifier=r"for some normalisation the lower 2-SE end of $\mathrm{KL}(\mathrm{softmax}(b_{\rm out})\,\|\,\text{marginal}) / \mathrm{KL}(\text{uniform}\,\|\,\text{marginal})$ is 0.5 or less (the constant is at least halfway to the OCS)")
 revert = {n: lb(M["dist", "rotation", n][:, 0] - M["dist", "rotation", n][:, -1]) for n in NORMS}
 ledger.above("ce-reverts-all", "Fig. 11", f"every normalisation: the paper's distance (mean per-sample KL to the "
              f"marginal), 0 minus 90 degrees, worst normalisation ({LO})" + ON,
@@ -324,7 +324,7 @@ ledger.above("ce-reverts-all", "Fig. 11", f"every normalisation: the paper's dis
 # wherever the mean prediction goes; reversion *to the OCS* is about the mean prediction (chapter 07)
 away = {n: lb(M["dist_mean", "rotation", n][:, -1] - M["dist_mean", "rotation", n][:, 0]) for n in NORMS}
 glue("ocs9-mean-away", min(away.values()), display=False)
-ledger.above("ce-mean-away", "Sec. 3.1", f"imbalanced labels, rotation: KL(mean prediction || marginal), 90 minus 0 "
+ledger.above("ce-mean-away", "Sec. 3.1", r"imbalanced labels, rotation: $\mathrm{KL}(\text{mean prediction}\,\|\,\text{marginal})$, 90 minus 0 "
              f"degrees, worst normalisation ({LO})" + ON, "predictions approach the OCS (contradicted: the mean "
              "prediction moves away)", min(away.values()), 0.0, fmt=".3f", items="hypothesis",
              bearing="contradicts", proxy=not real,

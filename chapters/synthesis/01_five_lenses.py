@@ -310,14 +310,14 @@ ledger.below("p2-not-one-at-a-time", "P2", "small init: time from $s_1$ to $s_2$
              bearing="qualifies", origin="after-seeds: restated as P2's failure after seed 0 (the bound 0.05 is "
                                          "P2's); relabelled qualifies on 2026-11-26",
              falsifier="in every run $s_2$ crosses 0.5 at least 5% of the run after $s_1$ (P2(a) holds)")
-ledger.above("p2-not-rank-one", "P2", "small init: $s_2/s_1$ of the middle layer W when $s_1$ crosses 0.5 (largest "
+ledger.above("p2-not-rank-one", "P2", "small init: $s_2/s_1$ of the middle layer $W$ when $s_1$ crosses 0.5 (largest "
              "over runs); prediction P2 said < 0.3 in every run (bound 0.2 set after seeds 0-4)",
-             "P2 fails: second direction >= 0.2 of the first", p2_ratio, 0.2, fmt=".2f", items="p2",
+             "P2 fails: second direction $\\ge 0.2$ of the first", p2_ratio, 0.2, fmt=".2f", items="p2",
              bearing="qualifies", origin="after-seeds: 0.2 set after seeds 0-4 (P2 said 0.3); relabelled qualifies "
                                          "after the review of 2026-11-26 (it measures the initial bulk)",
              falsifier="$s_2/s_1$ < 0.2 at the first crossing in every run (the layer is close to rank one)")
 ledger.above("small-arm-escapes", "control", "small init: singular values above 0.5 acquired by the middle layer "
-             "(smallest over runs): every run leaves the origin (control restated after seeds 0-4)", ">= 1",
+             "(smallest over runs): every run leaves the origin (control restated after seeds 0-4)", "$\\ge 1$",
              min(row["acquired"] for row in rows), 0.5, fmt=".0f", items="p2", bearing="control",
              origin="after-seeds: replaced a loss-ratio control after seeds 0-4 (some depth-6 runs end on a plateau)")
 
@@ -349,7 +349,7 @@ print("one threshold for both arms (small init: update; L2: weights), modes (sma
 ledger.above("p1r-shallow-not-fewer", "P1", f"added 2026-11-26: one threshold for both arms (0.1 and 0.5), on what "
              f"training wrote: at depth {L_top}, singular values of the small-init update minus those of the L2 "
              "network (modes), smallest over the two thresholds: the first row's 'fewer' is a threshold artifact",
-             "not fewer: >= 0", p1r_shallow, -0.5, fmt=".0f", items="p1", bearing="qualifies",
+             "not fewer: $\\ge 0$", p1r_shallow, -0.5, fmt=".0f", items="p1", bearing="qualifies",
              origin="after-seeds: the review (2026-11-26) had seen that one threshold reverses the first row",
              falsifier=f"with one of the two thresholds the small-init update has fewer values than the L2 network at "
                        f"depth {L_top}")
@@ -370,17 +370,17 @@ p1_cert = all(n_cert[L] == len(seeds) for L in both_fit)
 glue("syn-p1r-differ", ", ".join(map(str, p1r_differ_05)) or "none", display=False)
 ledger.above("p1r-differs-some-depth", "P1", "P1's own criterion with P1's own threshold, 0.5, in both arms (restated "
              "under issue 29: it counted the thresholds, 0.1 included, under which the counts differ, and passed "
-             "whether or not P1 held): depths where both arms fit (C < 0.1 for every network) at which the counts "
+             "whether or not P1 held): depths where both arms fit ($C < 0.1$ for every network) at which the counts "
              "(modes, small-init update against L2 weights) differ; " + (
                  "the L2 networks are certified minima there" if p1_cert else
                  "not resolved at this budget: the L2 networks are not certified minima (arms.certify_minima)") +
              "; over seeds 0-4 the counts differ on seeds 0-2 and 4, not on seed 3 (robustness page)",
-             "P1 fails: counts differ at >= 1 depth", len(p1r_differ_05), 0.5, fmt=".0f", items="p1",
+             "P1 fails: counts differ at $\\ge 1$ depth", len(p1r_differ_05), 0.5, fmt=".0f", items="p1",
              bearing="qualifies",   # fails on seed 3 of the sweep: qualifies even where the minima are certified
              origin="after-seeds: P1's criterion and threshold; depth 6 included after seeing seed 0's depth-6 "
                     "costs and counts (second review, 2026-11-26); restated to the threshold 0.5 alone under issue 29",
              falsifier="with 0.5 in both arms the counts are equal at every depth where both arms fit (P1 holds)")
-ledger.below("p1r-both-fit", "control", f"added 2026-11-26: depth {L_top}: training cost C of both arms (largest over "
+ledger.below("p1r-both-fit", "control", f"added 2026-11-26: depth {L_top}: training cost $C$ of both arms (largest over "
              "networks): both fit, as P1's test requires", "< 0.1 (the bottleneck part's fit)", small_cost, 0.1,
              fmt=".3f", items="p1", bearing="control", origin="prior: the bottleneck part's threshold")
 ledger.below("p2r-update-rank-one", "P2", "added 2026-11-26: small init: $s_2/s_1$ of the middle layer's update "
@@ -388,7 +388,7 @@ ledger.below("p2r-update-rank-one", "P2", "added 2026-11-26: small init: $s_2/s_
              "run (the runs are printed above)", "rank one in most runs: < 0.3", p2r_median, 0.3, fmt=".2f",
              items="p2", bearing="qualifies",
              origin="after-seeds: P2(b)'s bound; the median over runs chosen after the review's runs (2026-11-26)",
-             falsifier="median $s_2/s_1$ >= 0.3: the update is not close to rank one when it first grows")
+             falsifier="median $s_2/s_1 \\ge 0.3$: the update is not close to rank one when it first grows")
 ledger.above("p2r-no-escape-direction", "control", "added 2026-11-26: small init: KKT residual of the direction "
              "$\\theta/\\lVert\\theta\\rVert$ when the loss has fallen by 5% (saddle part's test: 0 on an escape direction), "
              "smallest over runs: the runs are not in the regime of Bantzis et al.", "> 0.5",
@@ -516,7 +516,7 @@ print(f"regularised L={L_deep} (learned rank {k_deep}): middle-layer ||W||_F^2 p
       f"(largest over seeds) {bal_layers.max(0).values.numpy().round(3).tolist()}; gradient of the objective / "
       f"(lambda ||theta||) (smallest over seeds) {grad_rel:.1f}")
 ledger.above("p3a-norms-not-equal", "P3(a)", "small init, no L2: (max - min) / mean of the final layer norms "
-             "$\\lVert W_l\\rVert_F^2$ (largest over runs); prediction P3(a) said < 0.05", "P3(a) fails: >= 0.05 in some run",
+             "$\\lVert W_l\\rVert_F^2$ (largest over runs); prediction P3(a) said < 0.05", "P3(a) fails: $\\ge 0.05$ in some run",
              float(spread_small.max()), 0.05, fmt=".3f", items="p3", bearing="qualifies",
              origin="after-seeds: restated as P3(a)'s failure after seed 0 (bound 0.05 is P3(a)'s); relabelled "
                     "qualifies after the review of 2026-11-26 (it fails only at the raised step)",
@@ -525,7 +525,7 @@ ledger.above("p3a-control-spread", "control", "standard init: the same spread at
              "far from 0, so the check can fail", "> 0.2", float(spread_plain_init.min()), 0.2, fmt=".2f",
              items="p3", bearing="control", origin="prior")
 ledger.below("p3b-fixed-depth-fits", "control", f"restated 2026-11-26: L2 depth {L_deep}, where P3(b) (and P4, "
-             "04_alignment_and_depth) read the regularised arm: training cost C (largest over networks): every "
+             "04_alignment_and_depth) read the regularised arm: training cost $C$ (largest over networks): every "
              "network fits, as P3(b) requires",
              "< 0.1 (the bottleneck part's fit)", float(reg[L_deep].cost.max()), 0.1, fmt=".3f", items="p3",
              bearing="control", origin="prior: the bottleneck part's threshold",
@@ -550,11 +550,11 @@ ledger.below("p3b-isometry-norms", "P3(b)", f"L2 depth {L_deep}: max relative er
              fmt=".2f", items="p3", bearing="qualifies",
              origin="prior: P3(b)'s bound and rank, as committed; depth fixed at 6 on 2026-11-26 (the deepest fitting "
                     "depth changed with the CPU kernel); bearing qualifies after seeds 0-4 (0.30 and 0.22 on seeds 1 and 2)",
-             falsifier="an error >= 0.2: some middle layer's squared norm is not within 20% of the learned rank")
+             falsifier="an error $\\ge 0.2$: some middle layer's squared norm is not within 20% of the learned rank")
 ledger.above("p3b-not-balanced", "P3(b)", f"L2 depth {L_deep} (restated 2026-11-26, was the deepest fitting depth): "
              "|sum of balancedness residuals| / "
              "($\\lVert\\theta\\rVert^2/L$), largest over layers and seeds; prediction P3(b) said < 0.05; the networks are not "
-             "at a critical point (p3r-not-critical): not resolved at this scale", "P3(b) fails: >= 0.05", bal_rel,
+             "at a critical point (p3r-not-critical): not resolved at this scale", "P3(b) fails: $\\ge 0.05$", bal_rel,
              0.05, fmt=".3f", items="p3", bearing="qualifies",
              origin="after-seeds: restated as P3(b)'s failure after seed 0 (bound 0.05 is P3(b)'s); relabelled "
                     "qualifies on 2026-11-26 (the hypothesis, a critical point, does not hold); depth fixed at 6 on "
@@ -576,7 +576,7 @@ ledger.below("p3r-small-step-own-criterion", "P3(a)", f"added under issue 29: P3
              items="p3", bearing="qualifies",
              origin="prior: P3(a)'s own 5%, as committed; the step 0.5 and 3 x the steps are the review's "
                     "(2026-11-26), chosen after the failure at the raised step",
-             falsifier="a spread >= 0.05 in some run at the smaller step (a run still on its first plateau keeps "
+             falsifier="a spread $\\ge 0.05$ in some run at the smaller step (a run still on its first plateau keeps "
                        "its initial differences)")
 ledger.above("p3r-raised-step-drifts", "control", f"added 2026-11-26: the same drift in the runs at the steps of "
              "the first rows (largest over runs): the measure can fail", "> 0.05", float(drift.max()), 0.05,

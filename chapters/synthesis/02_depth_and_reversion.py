@@ -280,7 +280,7 @@ ledger.between("p6r-confidence-share", "P6", f"added 2026-11-26: depth {L_hi} mi
 ledger.above("p7r-noise-own-criterion", "P7", "added 2026-11-26: digits, clipped noise at severity 5: last-hidden-"
              "layer norm ratio, largest over depths and networks (the statistic of P7's first row); prediction P7 "
              r"failed if $\ge 1$: it does, but by a few percent on seeds 0-4 (margin below one spread): not resolved "
-             "at this scale", "P7's criterion for clipped noise: >= 1", p7r_noise, 1.0, fmt=".2f", items="p7",
+             "at this scale", "P7's criterion for clipped noise: $\\ge 1$", p7r_noise, 1.0, fmt=".2f", items="p7",
              bearing="qualifies", origin="prior: P7's own criterion, as committed before the first run; "
                                          "bearing qualifies after seeds 0-4",
              falsifier="every ratio under clipped noise below 1 (P7 holds for clipped noise)")

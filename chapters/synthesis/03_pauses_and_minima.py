@@ -204,7 +204,7 @@ ledger.below("p8-same-subspace", "P8", "added 2026-11-26: Jacobian-subspace simi
              "depth, median over pairs, smallest over depths; prediction P8 said $> 0.8$ (restated after its first run); "
              + ("the L2 networks are certified minima" if p8_certified else "not resolved at this budget: the L2 "
                 "networks are not certified minima (arms.certify_minima), and P8 is about the functions at the minima"),
-             "P8 fails: <= 0.8 at some depth", p8_sim, 0.8, fmt=".2f", items="p8",
+             "P8 fails: $\\le 0.8$ at some depth", p8_sim, 0.8, fmt=".2f", items="p8",
              bearing="contradicts" if p8_certified else "qualifies",
              origin="prior: P8's bound, committed before its first run; restated as its failure after that run; "
                     "read as 'not resolved' where the L2 arm is not certified (issue 28)",

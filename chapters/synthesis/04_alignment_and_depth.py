@@ -138,7 +138,7 @@ print("stable rank of the middle layer, regularised arm:",
 ledger.below("p4-aligned-small-as-written", "P4", "added under issue 29: P4's own reading, as committed: median "
              "alignment of adjacent middle layers over all small-init runs (depths 4 and 6 pooled); prediction P4 said "
              "> 0.9; below it on seeds 0-2 and 4 (0.72-0.90), above on seed 3 (0.99): qualifies, not contradicts, P4",
-             "P4 fails: <= 0.9", float(align_small.median()), 0.9, fmt=".2f", items="p4", bearing="qualifies",
+             "P4 fails: $\\le 0.9$", float(align_small.median()), 0.9, fmt=".2f", items="p4", bearing="qualifies",
              origin="prior: P4's reading and bound, as committed before the first run; bearing qualifies after seeds "
                     "0-4 (it holds on seed 3)",
              falsifier="a pooled median alignment > 0.9 (the small-init runs align as P4 says)",
@@ -152,13 +152,13 @@ ledger.above("p4-aligned-small", "P4", f"small init, depth {L_slow}: median alig
              float(align_small_at[L_slow].median()), 0.6, fmt=".2f", items="p4", bearing="qualifies",
              origin="after-seeds: 0.6 set after seeds 0-4 (P4 said 0.9); depth 6 alone on 2026-11-26, when the "
                     "median pooled over depths 4 and 6 (0.72 or 0.55) was seen to change with the CPU kernel",
-             falsifier=f"a median alignment <= 0.6 at depth {L_slow}")
+             falsifier=f"a median alignment $\\le 0.6$ at depth {L_slow}")
 ledger.above("p4-aligned-reg", "P4", f"L2, depth {L_deep}: median alignment of adjacent middle layers; " + (
                  "the networks are certified minima" if reg_certified else "not resolved at this budget: the "
                  "networks are not certified minima (arms.certify_minima), the end state P4 is about"),
              "> 0.9 (prediction P4)", float(align_reg.median()), 0.9, fmt=".2f", items="p4",
              bearing="supports" if reg_certified else "qualifies", origin="prior",
-             falsifier="a median alignment <= 0.9 in the L2 networks")
+             falsifier="a median alignment $\\le 0.9$ in the L2 networks")
 ledger.below("p4-init-control", "control", "at initialisation: median alignment of adjacent middle layers (the "
              "check can fail)", "< 0.5", float(align_init.median()), 0.5, fmt=".2f", items="p4", bearing="control",
              origin="prior")
@@ -176,7 +176,7 @@ ledger.below("p4-srank-falls-as-written", "P4", "added under issue 29: P4's own 
              "are not certified minima: not resolved at this budget", "P4: falls, < 0", p4_rho, 0.0, fmt=".2f",
              items="p4", bearing="qualifies",
              origin="prior: P4's test, as committed; bearing qualifies after seeds 0-4 (its sign changes)",
-             falsifier="a correlation >= 0: the stable rank does not fall with depth")
+             falsifier="a correlation $\\ge 0$: the stable rank does not fall with depth")
 ledger.above("p4-srank-rises", "P4", f"L2: median stable rank of the middle layer at depth {P['reg_depths'][1]} minus "
              f"at depth {P['reg_depths'][0]}; prediction P4 said it falls with depth (claim set after seeds 0-4, when "
              "P4's own test, the sign of the Spearman correlation over all depths, changed with the seed; relabelled "
@@ -257,7 +257,7 @@ glue("syn-p5-kfirst", k_first, display=False)
 print(f"depths with learned rank {k_shared}: {same_rank}; slope of ||theta||^2 against L: {slope:.2f}")
 print(f"grouping of the first execution (rank {k_first} by per-depth mode): slope {slope_first:.2f}")
 ledger.between("p5-norm-slope", "P5", f"$L_2$: slope of $\\lVert\\theta\\rVert^2$ against depth over the fitting networks of learned "
-               "rank k (grouping by each network's own rank set after seeds 0-4, when the grouping of the first "
+               "rank $k$ (grouping by each network's own rank set after seeds 0-4, when the grouping of the first "
                "execution had failed on seed 0; relabelled qualifies on 2026-11-26, second review); Jacot's law is "
                "about minima, and these networks are not certified minima (arms.certify_minima)",
                "within $k\\pm0.75$ (prediction P5)", slope, k_shared - 0.75, k_shared + 0.75, fmt=".2f", items="p5",
