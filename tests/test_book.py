@@ -318,15 +318,16 @@ ASCII_MATH_LEFT = (
 
 @pytest.mark.parametrize("part", PARTS)
 def test_ledger_statements_write_math_as_inline_math(part: str):
-    r"""A claim's statement and falsifier are shown with MathJax on the chapter page and in the
-    report, so a symbol is written as inline math (``$\eta^2$``), never as ASCII (``eta^2``,
-    ``||W||``, ``<=``, ``sqrt(2)``, ``lambda``: :func:`implicit_bias.claims.ascii_math`)."""
+    r"""A claim's statement, falsifier and paper text are shown with MathJax on the chapter page and
+    in the report, so a symbol is written as inline math (``$\eta^2$``), never as ASCII
+    (``eta^2``, ``||W||``, ``<=``, ``sqrt(2)``, ``lambda``: :func:`implicit_bias.claims.ascii_math`)."""
     from implicit_bias.claims import ascii_math
 
     bad, stale = [], []
     for led in report.collect_ledgers(ROOT, [p for p in CHAPTERS if p.parent.name == part]):
         found = [f"{led.chapter}: {c.id} ({field}): {', '.join(hits)}" for c in led.claims
-                 for field, text in (("statement", c.statement), ("falsifier", c.falsifier or ""))
+                 for field, text in (("statement", c.statement), ("falsifier", c.falsifier or ""),
+                                     ("paper", c.paper or ""))
                  if (hits := ascii_math(text))]
         if led.chapter in ASCII_MATH_LEFT:
             stale += [] if found else [led.chapter]
