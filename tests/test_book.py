@@ -313,7 +313,6 @@ def test_every_finding_names_its_falsifier(part: str):
 ASCII_MATH_LEFT = (
     "chapters/bottleneck/02_depth_sweep",
     "chapters/extrapolation/02_reversion_with_shift",
-    "chapters/extrapolation/10_which_constant",
     "chapters/invariances/01_conserved_quantities",
     "chapters/invariances/02_paths_and_trees",
     "chapters/invariances/04_reduced_alignment",
