@@ -307,15 +307,6 @@ def test_every_finding_names_its_falsifier(part: str):
     assert not missing, f"{len(missing)} finding(s) without a falsifier:\n" + "\n".join(missing)
 
 
-# Chapters whose ledgers still write some math in ASCII (eta^2, ||W||, <=): rewritten on other
-# branches (bottleneck/02, rank_minimization) or not yet. An entry is removed with its last ASCII
-# formula; the test fails on an entry that is no longer needed.
-ASCII_MATH_LEFT = (
-    "chapters/extrapolation/02_reversion_with_shift",
-    "chapters/extrapolation/10_which_constant",
-)
-
-
 @pytest.mark.parametrize("part", PARTS)
 def test_ledger_statements_write_math_as_inline_math(part: str):
     r"""A claim's statement, falsifier and paper text are shown with MathJax on the chapter page and
@@ -323,18 +314,13 @@ def test_ledger_statements_write_math_as_inline_math(part: str):
     (``eta^2``, ``||W||``, ``<=``, ``sqrt(2)``, ``lambda``: :func:`implicit_bias.claims.ascii_math`)."""
     from implicit_bias.claims import ascii_math
 
-    bad, stale = [], []
-    for led in report.collect_ledgers(ROOT, [p for p in CHAPTERS if p.parent.name == part]):
-        found = [f"{led.chapter}: {c.id} ({field}): {', '.join(hits)}" for c in led.claims
-                 for field, text in (("statement", c.statement), ("falsifier", c.falsifier or ""),
-                                     ("paper", c.paper or ""))
-                 if (hits := ascii_math(text))]
-        if led.chapter in ASCII_MATH_LEFT:
-            stale += [] if found else [led.chapter]
-        else:
-            bad += found
+    bad = [f"{led.chapter}: {c.id} ({field}): {', '.join(hits)}"
+           for led in report.collect_ledgers(ROOT, [p for p in CHAPTERS if p.parent.name == part])
+           for c in led.claims
+           for field, text in (("statement", c.statement), ("falsifier", c.falsifier or ""),
+                               ("paper", c.paper or ""))
+           if (hits := ascii_math(text))]
     assert not bad, "ASCII math in ledger texts (write it as $...$):\n" + "\n".join(bad)
-    assert not stale, f"no ASCII math left: remove from ASCII_MATH_LEFT: {stale}"
 
 
 def test_item_titles_write_math_as_inline_math():

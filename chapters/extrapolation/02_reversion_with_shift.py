@@ -556,7 +556,7 @@ FIG3 = dict(items=["fig3", "hypothesis"], proxy=True, origin="prior")
 # measurement, and do not bear on the hypothesis itself
 FIG3_KL = dict(items="fig3", proxy=True, origin="prior")
 SIGNAL = [a for a, kind in enumerate(KINDS) if kind in ("blur", "contrast", "defocus_blur", "motion_blur")]
-ledger.above("fig2-ce", "Fig. 2", f"blurred 6s: KL(mean softmax || marginal), sev 0 minus sev 5 ({STAT})",
+ledger.above("fig2-ce", "Fig. 2", rf"blurred 6s: $\mathrm{{KL}}(\text{{mean softmax}}\,\|\,\text{{marginal}})$, sev 0 minus sev 5 ({STAT})",
              "predictions move to the OCS", lb(kl_runs[:, 0] - kl_runs[:, -1]), 0.0, items="fig2",
              bearing="supports", proxy=True, origin="prior",
              falsifier="the KL of the mean softmax on the blurred 6s at severity 5 is not below its clean value by 2 SE")

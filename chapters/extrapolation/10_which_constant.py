@@ -243,29 +243,29 @@ ledger.below("sq-at-own-constant", "Sec. 4.1", "default bias, short, rewards and
              f"({HI})", "outputs dominated by the accumulated constants", at_c, 0.0, fmt=".2f", items="mechanism",
              bearing="qualifies", **{**SQ, "origin": SQ["origin"] + "; bearing qualifies after the budget sweep (x3, "
                                                                   "seeds 0-1: 0.07, 0.26, FAIL)"},
-             falsifier="for the reward or the one-hot + 3 networks the predictions on flat images are not closer to their own constant f(0) than to the OCS by 2 SE")
-ledger.above("sq-offset-away", "Sec. 3.1", f"one-hot + {OFFSET:g}, default bias, short: log rho ({LO})",
+             falsifier="for the reward or the one-hot + 3 networks the predictions on flat images are not closer to their own constant $f(0)$ than to the OCS by 2 SE")
+ledger.above("sq-offset-away", "Sec. 3.1", f"one-hot + {OFFSET:g}, default bias, short: $\\log\\rho$ ({LO})",
              "predictions revert to the OCS", lb(F[OH3, "default", "short"]), 0.0, fmt=".2f", items="hypothesis",
              bearing="contradicts", **SQ,
              falsifier="one-hot + 3 targets with the default bias, short training: the blurred distance to the OCS is not above the clean one by 2 SE (they revert)")
-ledger.below("sq-bias-at-ocs", "Sec. 3.1", f"bias started at the OCS, short: log rho, worse of rewards and one-hot + {OFFSET:g} ({HI})",
+ledger.below("sq-bias-at-ocs", "Sec. 3.1", rf"bias started at the OCS, short: $\log\rho$, worse of rewards and one-hot + {OFFSET:g} ({HI})",
              "predictions revert to the OCS", max(ub(F[RW, "at the OCS", "short"]), ub(F[OH3, "at the OCS", "short"])), 0.0,
              fmt=".2f", items=["hypothesis", "fig4-const"], bearing="qualifies", **SQ,
              falsifier="with the bias started at the OCS the reward or the one-hot + 3 networks' blurred distance is not below the clean one by 2 SE")
-ledger.below("sq-bias-start-rewards", "Fig. 3", f"rewards, short: log rho with the bias at the OCS minus with the default bias, per run ({HI})",
+ledger.below("sq-bias-start-rewards", "Fig. 3", rf"rewards, short: $\log\rho$ with the bias at the OCS minus with the default bias, per run ({HI})",
              "distance falls with the shift", ub(F[RW, "at the OCS", "short"] - F[RW, "default", "short"]), 0.0, fmt=".2f",
              items=["fig3", "fig4-const"], bearing="qualifies", **SQ,
-             falsifier="starting the output bias at the OCS does not lower the reward model's log rho by 2 SE, run by run")
-ledger.below("sq-long-training", "App. B.2", f"default bias: log rho long (+ weight decay) minus short, per run, worse of rewards and one-hot + {OFFSET:g} ({HI})",
+             falsifier=r"starting the output bias at the OCS does not lower the reward model's $\log\rho$ by 2 SE, run by run")
+ledger.below("sq-long-training", "App. B.2", rf"default bias: $\log\rho$ long (+ weight decay) minus short, per run, worse of rewards and one-hot + {OFFSET:g} ({HI})",
              "the paper's training recipe", max(ub(F[RW, "default", "long"] - F[RW, "default", "short"]),
                                                 ub(F[OH3, "default", "long"] - F[OH3, "default", "short"])), 0.0,
              fmt=".2f", items=["table-b2", "hypothesis"], bearing="qualifies", **SQ,
-             falsifier="100 epochs with weight decay do not lower log rho below that of the 30-epoch run by 2 SE, for the rewards or one-hot + 3")
-ledger.above("sq-wd-pulls-back", "App. B.2", f"one-hot + {OFFSET:g}, bias at the OCS: log rho long (+ weight decay) minus short, per run ({LO})",
+             falsifier=r"100 epochs with weight decay do not lower $\log\rho$ below that of the 30-epoch run by 2 SE, for the rewards or one-hot + 3")
+ledger.above("sq-wd-pulls-back", "App. B.2", f"one-hot + {OFFSET:g}, bias at the OCS: $\\log\\rho$ long (+ weight decay) minus short, per run ({LO})",
              "the paper's training recipe", lb(F[OH3, "at the OCS", "long"] - F[OH3, "at the OCS", "short"]), 0.0,
              fmt=".2f", items="table-b2", bearing="qualifies", **SQ,
-             falsifier="with the bias started at the OCS, long training with weight decay does not raise log rho by 2 SE (it stays at the OCS)")
-ledger.below("sq-onehot-reverts", "Fig. 3", "one-hot targets (offset 0): log rho, worst of the four arms (bias start x length) "
+             falsifier="with the bias started at the OCS, long training with weight decay does not raise $\\log\\rho$ by 2 SE (it stays at the OCS)")
+ledger.below("sq-onehot-reverts", "Fig. 3", r"one-hot targets (offset 0): $\log\rho$, worst of the four arms (bias start $\times$ length) "
              f"({HI})", "distance falls with the shift", max(ub(F[OH, b, length]) for b in ("default", "at the OCS")
                                                               for length in LENGTHS), 0.0,
              fmt=".2f", items="fig3", bearing="supports", **SQ,
@@ -402,7 +402,7 @@ glue("ocs10-nll-kl-blur2", m(nll_dist[:, bl, 2]), display=False)
 log_imp = np.log(nll_dist[:, imp, -1] / nll_dist[:, imp, 0])
 glue("ocs10-nll-imp-ub", float(np.exp(ub(log_imp))), display=False)
 F9 = dict(items="fig9", proxy=True)
-ledger.below("fig9-impulse-not-away", "Fig. 9", f"Gaussian-NLL CNN, impulse noise: log(KL at sev 5 / KL at sev 0) ({HI}), at most log 1.25",
+ledger.below("fig9-impulse-not-away", "Fig. 9", rf"Gaussian-NLL CNN, impulse noise: $\log$(KL at sev 5 / KL at sev 0) ({HI}), at most $\log 1.25$",
              "moves away from the OCS", ub(log_imp), float(np.log(1.25)), fmt=".3f", bearing="qualifies",
              falsifier="at the upper 2-SE end the KL at the strongest impulse noise is more than 1.25 times its clean value "
                        "(the regressor moves away, as the paper says)",
