@@ -219,8 +219,15 @@ for kind in sweep:
           f" min srank of converged runs with theta <= 135 deg: {min_narrow[kind]:.3f} (ending split:"
           f" {min_narrow_split[kind]:.3f})")
 
+# the stable-rank floor that Lemma 6's intervals imply for runs ending split with theta up to a
+# narrow-angle limit, at the runs' own initial row norm
+r0_runs = max(float(S["W0"].norm(dim=-1).max()) for S in sweep.values())
+lem6_floor = {deg: cp.lemma6_srank_floor_upto(deg / DEG, r0_runs) for deg in (125, 135, 145)}
+srank_floor = lem6_floor[135]
+
 # analysis settings (no retraining): the stable-rank cut-off 1.05 (the reading guide's), the angle
 # limits 160 and 135 deg and the margin 0.05 of ends-in-S-lower, each with two neighbours
+# (narrow-angle-not-low compares with Lemma 6's floor at its angle limit, whatever the cut-off)
 print("setting                   | value | wide-angle-low-rank | narrow-angle-not-low | ends-in-S-lower")
 settings_rows = []
 for name, vals in (("srank cut-off", (1.02, 1.05, 1.1)), ("wide angle limit (deg)", (150, 160, 170)),
@@ -229,9 +236,10 @@ for name, vals in (("srank cut-off", (1.02, 1.05, 1.1)), ("wide angle limit (deg
         cut = v if name == "srank cut-off" else thr
         fw, fn, fs = cp.claim_statistics(sweep, th_s, ideal_s, cut, v if name.startswith("wide") else 160,
                                          v if name.startswith("narrow") else 135, v if name.startswith("margin") else 0.05)
-        settings_rows.append((fw > 0.95, fn > cut, fs > 0.1))
+        fn_ok = fn > lem6_floor[v if name.startswith("narrow") else 135]
+        settings_rows.append((fw > 0.95, fn_ok, fs > 0.1))
         print(f"{name:25s} | {v:5g} | {fw:.3f} {'PASS' if fw > 0.95 else 'FAIL':4s}          | {fn:.3f} "
-              f"{'PASS' if fn > cut else 'FAIL':4s}           | {fs:.2f} {'PASS' if fs > 0.1 else 'FAIL'}")
+              f"{'PASS' if fn_ok else 'FAIL':4s}           | {fs:.2f} {'PASS' if fs > 0.1 else 'FAIL'}")
 flips = [c for c, col in zip(("wide-angle-low-rank", "narrow-angle-not-low", "ends-in-S-lower"), zip(*settings_rows))
          if len(set(col)) > 1]
 glue("rankp-settings-flips", ", ".join(f"`{c}`" for c in flips) if flips else "none", display=False)
@@ -286,12 +294,16 @@ ledger.above("wide-angle-low-rank", "Sec. 3", f"for $\\theta > 160^\\circ$, $P(\
              origin="after-seeds: 0.95 set after pilot runs of an earlier version, then checked on seeds 0-4",
              falsifier="fewer than 95% of the converged runs with $\\theta > 160^\\circ$ end with stable rank below "
                        "1.05, under either initialisation")
-srank_floor = min(cp.lemma6_srank_floor(t / DEG, 1e-4, 101) for t in np.linspace(90.5, 135, 10))
 glue("rankp-lem6-floor", f"{srank_floor:.2f}", display=False)
-ledger.above("narrow-angle-not-low", "Lemma 6", "for $\\theta\\le 135^\\circ$ no converged run ending split has srank "
-             f"below 1.05 (the floor that Lemma 6's intervals imply there is {srank_floor:.2f})", "bounded away from 1",
-             min(min_narrow_split.values()), thr, items="lemma6", bearing="verifies", origin="prior: the cut-off of the reading guide",
-             falsifier="a converged run ending split with $\\theta\\le 135^\\circ$ and stable rank below 1.05")
+# the stable rank of a 2 x 2 W is a function of its row norms and row angle, so a run inside Lemma 6's
+# intervals (lemma6-angle, same runs) is above this floor: the row checks the floor's computation
+ledger.above("narrow-angle-not-low", "Lemma 6", "for $\\theta\\le 135^\\circ$ no converged run ending split has "
+             f"srank at or below {srank_floor:.2f}, the floor that Lemma 6's intervals imply (smallest srank, both inits; "
+             "a control: srank is a function of the row norms and angle, so this follows from the row lemma6-angle on the "
+             "same runs and checks the computation of the floor)", "bounded away from 1",
+             min(min_narrow_split.values()), srank_floor, items="lemma6", bearing="control",
+             origin="theory: the floor of Lemma 6's intervals for input angles up to 135 deg at the runs' initial row norm",
+             falsifier="a converged run ending split with $\\theta\\le 135^\\circ$ and stable rank at or below the floor")
 ledger.above("ends-in-S-lower", "Sec. 3", "converged runs ending with a neuron in S (covered by no theorem): "
              "fraction with srank more than 0.05 below the split value $2/(1+|\\cos\\theta|)$ (smaller of the two inits)",
              "not even approximately low rank", min(S["below_cf"] for S in sweep.values()), 0.1, fmt=".2f",
@@ -302,7 +314,8 @@ ledger.above("ends-in-S-lower", "Sec. 3", "converged runs ending with a neuron i
 # %% [markdown]
 # **Analysis settings.** The cut-off 1.05 for "approximately rank 1", the angle limits 160 and
 # 135 degrees and the margin 0.05 are choices of the analysis; the table printed above evaluates
-# the three claims at each and at two neighbours, on the same runs. Verdicts that change:
+# the three claims at each and at two neighbours, on the same runs (`narrow-angle-not-low` against
+# the floor that Lemma 6 implies up to each angle limit). Verdicts that change:
 # {glue:text}`rankp-settings-flips`. A change is expected where the closed form says so: the
 # cut-off is reached at the angle $\theta^*$, which moves with the cut-off (for 1.02 it lies
 # above $160^\circ$), so `wide-angle-low-rank` is a statement about angles beyond $\theta^*$ of
@@ -676,8 +689,10 @@ plt.close(fig)
 # $10^{-4}$ over random datasets, a threshold fixed before the first run; the claim compares
 # $\log_{10}$ of the smallest $s_2/s_1$ with $-4$, a scale chosen after seeds 0-4 (the smallest
 # ratio is set by the widest angle drawn and spread over seeds about as much as its distance to
-# $10^{-4}$ on a linear scale, while a rank-1 $W$ gives about $10^{-16}$); "bounded away from 1" is made concrete as "stable rank above
-# 1.05", the cut-off our reading guide used, and $\theta^*$ is defined by the same number. The
+# $10^{-4}$ on a linear scale, while a rank-1 $W$ gives about $10^{-16}$); "approximately rank 1" is made concrete as "stable rank below
+# 1.05", the cut-off our reading guide used, and $\theta^*$ is defined by the same number, while runs
+# ending split at $\theta\le135^\circ$ are compared with the floor {glue:text}`rankp-lem6-floor` that Lemma 6's
+# intervals imply at the runs' initial norm (a control of that computation: it follows from `lemma6-angle`). The
 # comparisons with Theorem 3's bound use 99% Wilson intervals on {glue:text}`rankp-thm3-n` runs
 # per dataset and ratio; on another CPU a few chaotic runs may change their outcome, so those claims
 # allow their values to move by 0.01 (thirty runs) across machines. The claim for

@@ -148,8 +148,9 @@ glue("sts2-eq2-printed", f"{eq2_printed:+.3f}", display=False)
 # On a grid of {glue:text}`sts2-grid` angles (containing the multiples of $\pi/4$), Eq. (6) and
 # the direct sum $|\sum_jG_j\sigma(w_\phi\cdot x_j)|$ differ by at most {glue:text}`sts2-eq6-err`;
 # the maximum is {glue:text}`sts2-eq6-max` (against $\sqrt2-1=$ {glue:text}`sts2-s1`), reached at
-# multiples of $\pi/4$ (largest distance of a maximiser to one: {glue:text}`sts2-argmax`), and the
-# speed vanishes at the odd multiples of $\pi/8$.
+# multiples of $\pi/4$ (largest distance of a grid maximiser to one: {glue:text}`sts2-argmax`,
+# against half the grid spacing, {glue:text}`sts2-argmax-tol`, the resolution of a location on the
+# grid), and the speed vanishes at the odd multiples of $\pi/8$.
 #
 # A solver whose layers are projected on rank one after every step
 # (`escape.solve_escape(..., rank_one=True)`, {glue:text}`sts2-r1-runs` restarts of width
@@ -163,22 +164,30 @@ eq6_err = float((direct - closed).abs().max())
 eq6_max = float(closed.max())
 at_max = phi[closed >= eq6_max - 1e-12]
 dist = float(((at_max / (math.pi / 4)) - torch.round(at_max / (math.pi / 4))).abs().max() * math.pi / 4)
+# a location on the grid is known to half its spacing; the value is exact up to rounding (1e-12)
+dist_tol = float(phi[1] - phi[0]) / 2
+eq6_ratio = max(abs(eq6_max - S1) / 1e-12, dist / dist_tol)  # the worse of the two checks, in units of its tolerance
 r1 = escape.solve_escape(X, G, depth=3, widths=P["rank_one_width"], restarts=P["rank_one_runs"], steps=P["steps"],
                          lr=P["lr"], lr_final=P["lr_final"], rank_one=True, generator=gen)
 r1_max = float(r1.speed.max())
 print(f"Eq. (6): max |closed - direct| {eq6_err:.1e}; max {eq6_max:.15f} (sqrt2 - 1 = {S1:.15f}); maximisers within "
       f"{dist:.1e} of multiples of pi/4; rank-one-constrained solver: best {r1_max:.6f}")
 for key, val in {"grid": f"{P['grid']:,}", "eq6-err": f"{eq6_err:.0e}", "eq6-max": f"{eq6_max:.12f}",
-                 "s1": f"{S1:.12f}", "argmax": f"{dist:.0e}", "r1-runs": P["rank_one_runs"],
+                 "s1": f"{S1:.12f}", "argmax": f"{dist:.0e}", "argmax-tol": f"{dist_tol:.1e}", "r1-runs": P["rank_one_runs"],
                  "r1-width": P["rank_one_width"], "r1-max": f"{r1_max:.6f}"}.items():
     glue(f"sts2-{key}", val, display=False)
 ledger.below("eq6-direct", "Eq. (6)", "Eq. (6) equals the direct sum over the data (largest difference on the grid)",
              "closed form", eq6_err, 1e-12, fmt=".1e", items="eq6", bearing="verifies", origin="theory",
              falsifier="Eq. (6) and the direct sum over the eight points differing by 1e-12 or more somewhere on the grid")
-ledger.close("eq6-max", "Eq. (6), Example 1", r"the best rank-one speed is $\sqrt2 - 1$, at multiples of $\pi/4$",
-             r"$\sqrt2 - 1 = 0.414214$", eq6_max, S1, atol=1e-12, fmt=".9f", items=["eq6", "ex1", "fig5"], bearing="supports",
-             origin="paper",
-             falsifier=r"a best rank-one speed on the grid off $\sqrt2 - 1$ by more than 1e-12")
+ledger.holds("eq6-max", "Eq. (6), Example 1", r"the best rank-one speed is $\sqrt2 - 1$, at multiples of $\pi/4$: "
+             r"maximum of Eq. (6) on the grid within 1e-12 of $\sqrt2 - 1$, and every grid maximiser within half the "
+             r"grid spacing of a multiple of $\pi/4$ (value: the worse of the two errors over its tolerance)",
+             r"$\sqrt2 - 1 = 0.414214$ at $\phi\in\frac\pi4\mathbb Z$",
+             f"max {eq6_max:.9f}; maximisers {dist:.0e} from a multiple", eq6_ratio <= 1.0,
+             tolerance=f"1e-12; {dist_tol:.1e}", items=["eq6", "ex1"], bearing="verifies", value=eq6_ratio, hi=1.0,
+             origin="theory: rounding for the value, half the grid spacing for the location",
+             falsifier=r"a grid maximum off $\sqrt2 - 1$ by more than 1e-12, or a grid maximiser farther than half the "
+                       r"grid spacing from every multiple of $\pi/4$ (a maximum elsewhere, e.g. at the odd multiples of $\pi/8$)")
 ledger.between("rank-one-solver", "Example 1", "a solver restricted to rank-one layers reaches but never exceeds "
                r"$\sqrt2 - 1$ (best speed; a rank-one network is one neuron, whose best speed Eq. (6) and the "
                "depth-2 certificate fix: a check of the solver)", r"$\le\sqrt2 - 1$", r1_max, S1 - 1e-3, S1 + 1e-9,

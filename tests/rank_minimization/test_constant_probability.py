@@ -81,6 +81,15 @@ def test_split_decomposed_estimate_by_hand():
     assert math.isclose(out["upper"], 0.3 * u1 + 0.7 * u2) and out["upper"] > out["p"]
 
 
+def test_srank_floor_upto_is_the_floor_at_the_widest_angle():
+    top = 135 / cp.DEG
+    floor = cp.lemma6_srank_floor_upto(top, 1e-4, angles=4, grid=51)
+    assert floor == cp.lemma6_srank_floor(top, 1e-4, 51)
+    # a wider range can only lower it; a narrower one (widest angle 120 deg) gives a higher floor
+    assert cp.lemma6_srank_floor_upto(145 / cp.DEG, 1e-4, angles=4, grid=51) < floor
+    assert cp.lemma6_srank_floor_upto(120 / cp.DEG, 1e-4, angles=4, grid=51) > floor
+
+
 def test_claim_statistics_on_a_made_up_sweep():
     theta = torch.tensor([170.0, 170.0, 120.0, 120.0], dtype=D) / cp.DEG
     split_value = 2 / (1 + theta.cos().abs())

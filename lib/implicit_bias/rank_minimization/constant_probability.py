@@ -181,6 +181,16 @@ def lemma6_srank_floor(theta: float, r0: float, grid: int = 201) -> float:
     return float(((a**2 + b**2) / top).min())
 
 
+def lemma6_srank_floor_upto(theta_max: float, r0: float, theta_min: float = 90.5 / DEG, angles: int = 10,
+                            grid: int = 101) -> float:
+    """The smallest stable rank that Lemma 6's intervals allow for runs ending split at any input
+    angle in ``[theta_min, theta_max]`` (radians) from rows of norm ``r0``: the smallest
+    :func:`lemma6_srank_floor` over ``angles`` equally spaced angles, ends included. The floor
+    falls as the angle widens (both intervals widen), so the minimum is the one at ``theta_max``;
+    the other angles guard that reading."""
+    return min(lemma6_srank_floor(float(t), r0, grid) for t in np.linspace(theta_min, theta_max, angles))
+
+
 def sweep_runs(X: torch.Tensor, Y: torch.Tensor, zero_v: bool, generator: torch.Generator, *, lr: float,
                steps: int, radius: float = 1e-4) -> dict[str, Any]:
     """Simulate one run per dataset of ``X, Y`` (``(R, 2, 2)``, on the device of the runs) from
