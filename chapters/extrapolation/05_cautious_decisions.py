@@ -30,7 +30,9 @@
 # - On 8x8 digits under blur, contrast reduction and two kinds of noise, the reward model abstains
 #   more and more as the shift grows and, at strong shift, earns much more than the classifier,
 #   which never abstains and keeps paying $-4$ for its mistakes. On clean data the two earn the
-#   same.
+#   same. At three times the epochs (committed budget sweep) the abstentions hold on seed 1 but
+#   not on seed 0, where the reward model abstains much less far OOD: the two abstention rows
+#   therefore qualify Fig. 6 rather than support it.
 # - The price can be over-caution: at the mildest shift the reward model earned less than the
 #   classifier on the run shown (reported below, not a claim). The oracle, which sees labelled
 #   shifted data, is an upper reference.
@@ -69,6 +71,7 @@ from implicit_bias.extrapolation import ocs, tasks
 from implicit_bias.extrapolation import selective as S
 from implicit_bias.chapter import start_chapter
 from implicit_bias.claims import Ledger
+from implicit_bias.book import budget_table
 
 P, dev = start_chapter(PROFILES, profile=profile, seed=seed, device=device)
 ledger = Ledger("extrapolation/05_cautious_decisions")
@@ -243,12 +246,19 @@ glue("cd-oracle-margin", oracle_margin, display=False)
 ledger.below("sc-never-abstains", "Fig. 6", "standard classification: largest abstain ratio over shifts, levels, members",
              "almost never abstains", sc_max, 0.01, items="fig6", bearing="control", proxy=True,
              origin="prior: abstain is never a label, so its logit is pushed down by construction")
-ledger.above("rp-abstain-rises", "Fig. 6", "reward prediction: Spearman(severity, abstain ratio), worst shift and member",
-             "abstains more with shift", rho_min, 0.8, items=["fig6", "sec5-design"], bearing="supports", proxy=True,
+CHAPTER = "chapters/extrapolation/05_cautious_decisions"
+AT_X3 = (", committed budget sweep): after longer training the reward model abstains less far OOD on one seed; "
+         "not resolved at this budget, so the row qualifies Fig. 6")
+ledger.above("rp-abstain-rises", "Fig. 6", "reward prediction: Spearman(severity, abstain ratio), worst shift and member. "
+             "At 3x the epochs it holds on one seed of two (" + budget_table.budget_readings(CHAPTER, "rp-abstain-rises")
+             + AT_X3,
+             "abstains more with shift", rho_min, 0.8, items=["fig6", "sec5-design"], bearing="qualifies", proxy=True,
              origin="prior",
              falsifier="for some shift or member the reward policy's abstain ratio has a rank correlation with the severity below 0.8")
-ledger.above("rp-abstain-top", "Fig. 6", "reward prediction: abstain ratio at the two top levels (worst shift)",
-             "mostly abstains far OOD", float(rp_top.min()), 0.5, items="fig6", bearing="supports", proxy=True,
+ledger.above("rp-abstain-top", "Fig. 6", "reward prediction: abstain ratio at the two top levels (worst shift). "
+             "At 3x the epochs it holds on one seed of two (" + budget_table.budget_readings(CHAPTER, "rp-abstain-top")
+             + AT_X3,
+             "mostly abstains far OOD", float(rp_top.min()), 0.5, items="fig6", bearing="qualifies", proxy=True,
              origin="prior",
              falsifier="for some shift the reward policy abstains on less than half of the inputs at the two top severities")
 ledger.below("clean-equal", "Fig. 7", "clean data: |reward(RP) - reward(SC)|", "similar on the training distribution",
