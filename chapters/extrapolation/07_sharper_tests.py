@@ -78,6 +78,7 @@ from implicit_bias import data, models, plotting
 from implicit_bias.extrapolation import ocs, ood, tasks
 from implicit_bias.chapter import start_chapter
 from implicit_bias.claims import Ledger
+from implicit_bias.book import budget_table
 
 P, dev = start_chapter(PROFILES, profile=profile, seed=seed, device=device)
 ledger = Ledger("extrapolation/07_sharper_tests")
@@ -207,9 +208,10 @@ plt.close(fig)
 # OCS; under blur it *falls* as the shift grows (its change from clean to the strongest blur is at
 # most {glue:text}`ocs7-t-change:.3f`, upper end of two standard errors, worst network type;
 # `imb-t-falls`; under contrast reduction it hardly moves for the networks trained without the
-# recipe, see the table above; with 3 times the epochs, in the budget sweep (an earlier version of this page),
-# $t$ still falls on seed 0 but *rises* on seed 1, by 0.364, so the row qualifies the hypothesis
-# rather than contradicts it), and at the strongest shift it is at most
+# recipe, see the table above; with 3 times the epochs, in the committed budget sweep, the fall is
+# no longer established on seed 1 (upper 2-SE end of the change: {glue:text}`ocs7-t-x3`), which
+# does not show that $t$ rises there, so the row qualifies the hypothesis rather than contradicts
+# it), and at the strongest shift it is at most
 # {glue:text}`ocs7-t5-max:.3f` (the same bound, worst type and shift), so the predictions end closer
 # to the uniform distribution than to the OCS. (Being
 # closer to uniform at the strongest shift is not claimed on its own: on balanced test images it
@@ -236,6 +238,8 @@ IMB = dict(items="hypothesis", proxy=True, origin=PILOT)
 BLUR = KINDS.index("blur")  # under contrast reduction t hardly moves for the plain networks (printed below)
 t_change = max(ub(imb[n]["t"][:, BLUR, -1] - imb[n]["t"][:, BLUR, 0]) for n in names)
 glue("ocs7-t-change", t_change, display=False)
+x3 = lambda cid: budget_table.budget_readings("chapters/extrapolation/07_sharper_tests", cid)  # committed x3 runs
+glue("ocs7-t-x3", x3("imb-t-falls"), display=False)
 print("per network type and shift (mean - 2 SE of the KL fall; mean + 2 SE of the change of t):")
 for n in names:
     for a, kind in enumerate(KINDS):
@@ -251,12 +255,14 @@ ledger.above("imb-kl-falls", "Sec. 3.2 / App. B.3", f"imbalanced labels: mean KL
              "the distance to the OCS measures reversion", kl_drop, 0.0, fmt=".3f", items="def-distance", bearing="qualifies",
              proxy=True, origin=PILOT + "; networks per type raised from 5 to 10 after it failed on a seed beyond 0-4",
              falsifier="for some net type and shift the mean per-sample KL to the OCS at severity 5 is not below its clean value by 2 SE")
-ledger.below("imb-t-falls", "Sec. 3.1", f"imbalanced labels, blur: $t$ ($t>0$: nearer the OCS than uniform) at sev 5 minus at sev 0, worst net type ({HI})",
-             "predictions approach the OCS (contradicted at x1; qualified: at 3 x the epochs $t$ rises on seed 1, 0.364)",
+ledger.below("imb-t-falls", "Sec. 3.1", f"imbalanced labels, blur: $t$ ($t>0$: nearer the OCS than uniform) at sev 5 minus at sev 0, worst net type ({HI}). "
+             "At 3x the epochs (" + x3("imb-t-falls") + ", committed budget sweep) the fall is no longer established on "
+             "seed 1 (a rise of $t$ is not shown: that would need the lower 2-SE end above 0)",
+             "predictions approach the OCS (contradicted at x1; qualified: at 3 x the epochs the fall of $t$ is not established on seed 1)",
              t_change, 0.0, fmt=".3f", bearing="qualifies",
              **{**IMB, "origin": "after-seeds: replaces imb-closer-to-uniform (t < 0 at sev 5) after review; restricted to "
                                  "blur after seed 0 showed t nearly unchanged under contrast for the plain networks; "
-                                 "bearing qualifies after the budget sweep (x3, seed 1: 0.364, FAIL)"},
+                                 "bearing qualifies after the budget sweep (x3, seed 1 FAIL; readings in the statement)"},
              falsifier="under blur some net type's $t$ at severity 5 is not below its clean value by 2 SE (the predictions do not move towards uniform rather than the OCS)")
 ledger.above("imb-mean-away", "Sec. 3.1", rf"imbalanced labels: $\mathrm{{KL}}(\text{{mean prediction}}\,\|\,\text{{OCS}})$, sev 5 minus sev 0, worst net type and shift ({LO})",
              "predictions approach the OCS (contradicted)", away, 0.0, fmt=".3f", bearing="contradicts", **IMB,
@@ -491,6 +497,9 @@ plt.close(fig)
 # model reverts to the constant it has accumulated, that starting its output bias at the OCS removes
 # the rise, and that longer training with weight decay (100 epochs) removes it too: the U shape
 # belongs to the short training, so `recipe-mse-rise` qualifies Fig. 3 and does not contradict it.
+# This page's own runs at 3 times the epochs go the same way: the rise is no longer established on
+# either seed (lower 2-SE end: {glue:text}`ocs7-mse-rise-x3`, committed budget sweep), which does
+# not yet show a fall (that would need the upper end below 0).
 #
 # **The Gaussian-NLL MLP** does not revert under the paper's recipe either: its predicted standard
 # deviation still shrinks, and its KL to the OCS still rises from severity 2 to 5. Weight decay
@@ -500,9 +509,10 @@ plt.close(fig)
 # with the full recipe the KL at severity 5 is not reliably above its clean value: a first version
 # of this page claimed that it is (`recipe-nll-away`), and the claim failed on seed 2; it now claims
 # the rise from severity 2 (`recipe-nll-rises`), i.e. that the distance does not keep falling at
-# strong shifts. That holds at this training length only: with 3 times the epochs, in
-# the budget sweep (an earlier version of this page), the rise is still there on seed 0 (0.217) and gone on seed 1
-# (-0.011), so `recipe-nll-rises` qualifies Fig. 3 rather than contradicts it. The best-validation
+# strong shifts. That holds at this training length only: with 3 times the epochs, in the
+# committed budget sweep, the rise is still established on seed 0 and no longer on seed 1 (lower
+# 2-SE end: {glue:text}`ocs7-nll-rises-x3`; a fall is not shown either), so `recipe-nll-rises`
+# qualifies Fig. 3 rather than contradicts it. The best-validation
 # checkpoint changes little here because the validation loss is still falling at the last epoch
 # for most networks (kept epochs printed above).
 #
@@ -520,21 +530,27 @@ for r, tag in zip(RECIPES, ("plain", "wd", "best", "paper")):
     glue(f"ocs7-nll-rise-{tag}", float(nll_rise[r].mean()), display=False)
 glue("ocs7-mse-paper-0", float(dmean["MLP", "rewards", "paper"][:, 0].mean()), display=False)
 glue("ocs7-mse-paper-5", float(dmean["MLP", "rewards", "paper"][:, -1].mean()), display=False)
+glue("ocs7-mse-rise-x3", x3("recipe-mse-rise"), display=False)
+glue("ocs7-nll-rises-x3", x3("recipe-nll-rises"), display=False)
 # under the paper's recipe the failures of chapter 02 remain: contradictions of Fig. 3 (the recipe itself,
 # Table B.2, is qualified: it changes the outcome, recipe-nll-wd-helps and 10_which_constant)
 RECIPE = dict(items="fig3", proxy=True, origin=PILOT)
-ledger.above("recipe-mse-rise", "Fig. 3 / App. B.2", f"rewards, weight decay and best checkpoint at {P['epochs']} epochs: distance sev 5 minus sev 2, worst of MLP/CNN x blur/contrast ({LO})",
+ledger.above("recipe-mse-rise", "Fig. 3 / App. B.2", f"rewards, weight decay and best checkpoint at {P['epochs']} epochs: distance sev 5 minus sev 2, worst of MLP/CNN x blur/contrast ({LO}). "
+             "At 3x the epochs (" + x3("recipe-mse-rise") + ", committed budget sweep) the rise is no longer established "
+             "on either seed (a fall is not shown: that would need the upper 2-SE end below 0): an effect of short training",
              "monotone fall (a U shape after short training)", rise_rewards, 0.0, fmt=".2f", bearing="qualifies",
              **{**RECIPE, "origin": PILOT + "; bearing 'qualifies' (was 'contradicts') after review: with 100 epochs of "
                                            "weight decay the U disappears (10_which_constant, sq-long-training)"},
              falsifier="for some of MLP/CNN x blur/contrast the distance at severity 5 is not above its value at "
                        "severity 2 by 2 SE (the U is gone under weight decay at this length)")
 nll_late = dmean["MLP", "Gaussian NLL", "paper"][:, -1] - dmean["MLP", "Gaussian NLL", "paper"][:, 2]
-ledger.above("recipe-nll-rises", "Fig. 3 / App. B.2", f"Gaussian NLL MLP, paper's recipe: KL sev 5 minus sev 2, mean of the shifts ({LO})",
-             "distance falls (contradicted at x1; qualified: at 3 x the epochs the rise is gone on seed 1, -0.011)",
+ledger.above("recipe-nll-rises", "Fig. 3 / App. B.2", f"Gaussian NLL MLP, paper's recipe: KL sev 5 minus sev 2, mean of the shifts ({LO}). "
+             "At 3x the epochs (" + x3("recipe-nll-rises") + ", committed budget sweep) the rise holds on seed 0 and is no "
+             "longer established on seed 1 (a fall is not shown)",
+             "distance falls (contradicted at x1; qualified: at 3 x the epochs the rise is not established on seed 1)",
              lb(nll_late), 0.0, fmt=".3f", bearing="qualifies",
              **{**RECIPE, "origin": "after-seeds: replaces recipe-nll-away (sev 5 above clean), which failed on seed 2; "
-                                    "bearing qualifies after the budget sweep (x3, seed 1: -0.011, FAIL)"},
+                                    "bearing qualifies after the budget sweep (x3, seed 1 FAIL; readings in the statement)"},
              falsifier="under the paper's recipe the Gaussian MLP's KL at severity 5 is not above its value at severity 2 by 2 SE")
 ledger.below("recipe-nll-sigma", "Fig. 2 / App. B.2", f"Gaussian NLL MLP, paper's recipe: log std ratio sev 5 / sev 0, mean of the shifts ({HI})",
              "predicted variance increases (contradicted)", ub(nll_sigma), 0.0, fmt=".2f",
