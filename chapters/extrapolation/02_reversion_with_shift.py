@@ -39,11 +39,14 @@
 #   U-shaped, and under strong blur or contrast reduction it climbs back to about its clean value.
 #   The paper's training recipe at the same 30 epochs does not remove it
 #   ({doc}`07_sharper_tests`); the reward model reverts to the constant it has accumulated, which
-#   is not the OCS after this short training, and trained for 100 epochs with weight decay the U
-#   disappears ({doc}`10_which_constant`): an effect of short training, so it qualifies Fig. 3.
-# - **Gaussian NLL** depends on the network: the CNN's predictions approach the OCS, the MLP's
-#   move *away* from it (its predicted variance shrinks); in {doc}`07_sharper_tests` the paper's
-#   training recipe (weight decay, best validation checkpoint) softens this but does not remove it.
+#   is not the OCS after this short training. With 3 times the epochs the rise back is not
+#   established on either seed of the budget sweep (`cnn-mse-rise`, `mlp-mse-rise`): the U is an
+#   effect of short training, so it qualifies Fig. 3.
+# - **Gaussian NLL** depends on the network: the CNN's predictions approach the OCS; the MLP's
+#   predicted variance shrinks (also at 3 times the epochs), and its KL to the OCS rises at this
+#   budget but on only one seed of two at 3 times the epochs, so its move *away* from the OCS is
+#   not established beyond this budget; in {doc}`07_sharper_tests` the paper's training recipe
+#   (weight decay, best validation checkpoint) softens the shrinking but does not remove it.
 # - **Mechanism on the same networks**: where the classifiers revert under blur and contrast
 #   reduction, their output-layer feature norms shrink; OOD predictions are also more alike than
 #   in-distribution ones (the paper's Fig. 1).
@@ -408,8 +411,8 @@ print("cross-entropy cases whose mean KL rises from severity 4 to 5:", ", ".join
 # :name: fig-ocs2-fig3-mlp
 # The same for the MLP. Cross-entropy falls with the score, turning slightly up at the last point
 # in these cases: {glue:text}`ocs2-ce-turnup` (mean over networks); squared error is U-shaped under
-# blur and contrast as for the CNN; the Gaussian-NLL MLP moves *away* from the OCS: its predicted
-# variance shrinks as the shift grows.
+# blur and contrast as for the CNN (after these 30 epochs; see the claims); the Gaussian-NLL MLP
+# moves *away* from the OCS at this budget: its predicted variance shrinks as the shift grows.
 # ```
 
 # %% [markdown]
@@ -518,17 +521,26 @@ plt.close(fig)
 #   descending branch: for every shift, the distance at severity 2 is below the clean one
 #   ($t_r=d_r(0)-d_r(2)$). After the page's 30 epochs without weight decay, for blur and contrast
 #   the distance *rises again* ($t_r=d_r(5)-d_r(2)>0$). This qualifies Fig. 3 rather than
-#   contradicting it: trained for 100 epochs with weight decay (the paper's recipe), the MLP reward
-#   model reverts on nearly flat images ({doc}`10_which_constant`, `sq-long-training`).
+#   contradicting it: at 3 times the epochs (no weight decay) the lower 2-SE end of the rise is
+#   below 0 on both seeds of the budget sweep (CNN: {glue:text}`ocs2-x3-cnn-mse-rise`; MLP:
+#   {glue:text}`ocs2-x3-mlp-mse-rise`), so the U shape is not established at 3 times the epochs:
+#   it is an effect of short training at this budget (a failure here does not show a fall; that
+#   would need the upper end below 0). In {doc}`10_which_constant` longer training with weight
+#   decay (the paper's recipe) lowers the reward model's distance on nearly flat images
+#   (`sq-long-training`, at this budget; that page gives its readings at 3 times the epochs).
 # - **Gaussian NLL** (averaged over the four shifts): for the CNN, the KL to the OCS falls
-#   ($t_r$ = mean over shifts of $d_r(0)-d_r(5)>0$). For the MLP the finding contradicts the
-#   hypothesis: the predicted standard deviation *shrinks*
-#   ($t_r$ = mean over shifts of $\log\bar\sigma_r(5)/\bar\sigma_r(0)<0$) and the KL to the OCS
-#   *grows* ($t_r=d_r(5)-d_r(0)>0$). The CNN's log-ratio exceeds the MLP's ($t_r$ = difference of
-#   the two, same seed $r$): whether the variance grows, the paper's argument against "outputs
-#   merely shrink", depends on the network. On average the CNN's standard deviation grows (by a
-#   factor {glue:text}`ocs2-sigma-cnn-avg:.2f` at severity 5, geometric mean over shifts and
-#   networks), but too unevenly between networks to be claimed.
+#   ($t_r$ = mean over shifts of $d_r(0)-d_r(5)>0$). For the MLP the predicted standard deviation
+#   *shrinks* ($t_r$ = mean over shifts of $\log\bar\sigma_r(5)/\bar\sigma_r(0)<0$;
+#   `mlp-nll-sigma`, against the paper's "variance increases"), and it still does at 3 times the
+#   epochs ({glue:text}`ocs2-x3-mlp-nll-sigma`, upper 2-SE ends). The KL to the OCS *grows* at
+#   this budget ($t_r=d_r(5)-d_r(0)>0$; `mlp-nll-kl`), but at 3 times the epochs the rise holds on
+#   one seed of two ({glue:text}`ocs2-x3-mlp-nll-kl`, lower 2-SE ends): it is not established
+#   beyond this budget, so the row qualifies Fig. 3 rather than contradicting it. The CNN's
+#   log-ratio exceeds the MLP's ($t_r$ = difference of the two, same seed $r$): whether the
+#   variance grows, the paper's argument against "outputs merely shrink", depends on the network.
+#   On average the CNN's standard deviation grows (by a factor
+#   {glue:text}`ocs2-sigma-cnn-avg:.2f` at severity 5, geometric mean over shifts and networks),
+#   but too unevenly between networks to be claimed.
 # - **Mechanism and Fig. 1**, cross-entropy networks: at severity 5 the output-layer norm ratio is
 #   below 1 under blur and contrast reduction ($t_r=\log$ ratio $<0$; this claim was first made for
 #   all four shifts and failed on seeds 1 and 2 for the MLP under the two noises, so it was
@@ -537,9 +549,8 @@ plt.close(fig)
 #   norm ratio and the change of the KL rise and fall together ($t_r$ = their Spearman correlation
 #   $>0$).
 #
-# **Negative controls.** The same statistics do fail where they should: the KL-change statistic of
-# `cnn-ce-drop` is negative for the Gaussian-NLL MLP (`mlp-nll-kl`); the distance of the reward
-# models rises again (`*-mse-rise`); in {doc}`06_when_reversion_fails` the same norm and distance
+# **Negative controls.** The same statistics do fail where they should: in
+# {doc}`06_when_reversion_fails` the same norm and distance
 # statistics flip sign under unclipped noise and adversarial inputs; and {doc}`07_sharper_tests`
 # runs the sharper test, on imbalanced labels, of whether predictions move to the OCS or merely to
 # the uniform distribution.
@@ -549,6 +560,11 @@ glue("ocs2-kse", K_SE, display=False)
 lb = lambda t: float(ocs.lower_bound(t, k=K_SE))
 ub = lambda t: float(ocs.upper_bound(t, k=K_SE))
 STAT = f"mean - {K_SE:g} SE"
+CHAPTER = "chapters/extrapolation/02_reversion_with_shift"
+# the committed budget sweep's readings (x3, seeds 0 and 1) of the rows whose verdict moves with the budget
+X3 = {cid: budget_table.budget_readings(CHAPTER, cid) for cid in ("cnn-mse-rise", "mlp-mse-rise", "mlp-nll-sigma", "mlp-nll-kl")}
+for cid, text in X3.items():
+    glue(f"ocs2-x3-{cid}", text, display=False)
 # the K_SE rule and the zero thresholds were fixed before the first run ("prior")
 FIG3 = dict(items=["fig3", "hypothesis"], proxy=True, origin="prior")
 # a fall of the KL to the label marginal on (nearly) balanced labels cannot tell reversion to the
@@ -581,7 +597,9 @@ for arch in ("cnn", "mlp"):
                  falsifier=f"for some shift the {arch.upper()} reward model's distance at severity 2 is not below its "
                            "clean value by 2 SE")
     ledger.above(f"{arch}-mse-rise", "Fig. 3",
-                 f"{arch.upper()} rewards: distance sev 5 minus sev 2, worse of blur/contrast ({STAT})",
+                 f"{arch.upper()} rewards: distance sev 5 minus sev 2, worse of blur/contrast ({STAT}). At 3x the "
+                 f"epochs the lower 2-SE end is below 0 on both seeds ({X3[f'{arch}-mse-rise']}, committed budget "
+                 "sweep): the U shape is not established at 3x the epochs, an effect of short training at this budget",
                  "monotone fall (after 30 epochs without weight decay: a U shape)", rise, 0.0, bearing="qualifies",
                  **{**FIG3, "origin": "prior: bearing 'qualifies' (was 'contradicts') after review: the U shape "
                                       "disappears with 100 epochs of training with weight decay (10_which_constant, "
@@ -604,9 +622,8 @@ ledger.below("mlp-nll-sigma", "Fig. 2", f"MLP Gaussian: log std ratio sev 5 / se
              items=["claim-not-shrinking", "fig2"], bearing="contradicts", proxy=True, origin="prior",
              falsifier="the Gaussian MLP's predicted std at severity 5 is not below its clean value by 2 SE (it grows, as the paper says)")
 ledger.above("mlp-nll-kl", "Fig. 3", f"MLP Gaussian: KL sev 5 minus sev 0, mean over shifts ({STAT}). At 3x the "
-             "epochs it holds on one seed of two ("
-             + budget_table.budget_readings("chapters/extrapolation/02_reversion_with_shift", "mlp-nll-kl")
-             + ", committed budget sweep): the rise is not a contradiction at this budget, it qualifies Fig. 3",
+             "epochs it holds on one seed of two, so the rise is not established beyond the ci budget (lower 2-SE "
+             f"ends: {X3['mlp-nll-kl']}, committed budget sweep) and the row qualifies Fig. 3",
              "distance falls (qualified here)", lb(kl_change["mlp"]), 0.0, bearing="qualifies", **FIG3,
              falsifier="the Gaussian MLP's KL to the OCS at severity 5 is not above its clean value by 2 SE")
 # mechanism and Fig. 1 on the same cross-entropy networks
@@ -659,10 +676,11 @@ glue("ocs2-sigma-mlp", float(s_mlp[0, -1] / s_mlp[0, 0]), display=False)
 #
 # Under the strongest blur the Gaussian CNN's mean predicted standard deviation is
 # {glue:text}`ocs2-sigma-cnn:.2f` times its clean value, the Gaussian MLP's
-# {glue:text}`ocs2-sigma-mlp:.2f` times. The finding against the paper (the Gaussian MLP) and the
-# reward models' U shape, which {doc}`10_which_constant` traces to short training (it disappears
-# with 100 epochs and weight decay), are discussed in the errata ({doc}`/book/errata`), with the
-# recipe controls of {doc}`07_sharper_tests`.
+# {glue:text}`ocs2-sigma-mlp:.2f` times. The finding against the paper (the Gaussian MLP's
+# shrinking variance, `mlp-nll-sigma`) and the reward models' U shape, which is not established at
+# 3 times the epochs (`cnn-mse-rise`, `mlp-mse-rise`) and which {doc}`10_which_constant` traces to
+# the constant accumulated in short training, are discussed in the errata ({doc}`/book/errata`),
+# with the recipe controls of {doc}`07_sharper_tests`.
 #
 # ## Claims
 
