@@ -41,10 +41,12 @@
 #   converge to the network's own constant), and not when they move within it (these follow from
 #   the construction). But that constant is again nearer uniform than the imbalanced OCS.
 # - **The recipe.** With the paper's weight decay and best-validation checkpoint, the reward
-#   models' U shape remains at this training length (it disappears with 100 epochs of weight decay,
-#   {doc}`10_which_constant`: an effect of short training), and the Gaussian-NLL MLP still does not revert
-#   (its predicted spread shrinks, its KL rises at strong shifts), though weight decay makes its
-#   drift much smaller. Where the U shape comes from, the reward model's accumulated constant, is
+#   models' U shape remains at this training length; it is no longer established at three times
+#   the epochs (committed budget sweep, `recipe-mse-rise`) nor after 100 epochs of weight decay
+#   ({doc}`10_which_constant`): an effect of short training. The Gaussian-NLL MLP still does not
+#   revert at this budget (its predicted spread shrinks, its KL rises at strong shifts; that rise
+#   holds on one seed of two at three times the epochs), though weight decay makes its drift much
+#   smaller. Where the U shape comes from, the reward model's accumulated constant, is
 #   shown in {doc}`10_which_constant`.
 # - So at this scale "reversion to a constant" is robust where inputs lose signal; "the constant
 #   is the OCS" holds only where the OCS is (nearly) uniform. The errata list the findings.
