@@ -82,6 +82,7 @@ from myst_nb import glue
 from implicit_bias import data, plotting
 from implicit_bias.chapter import start_chapter
 from implicit_bias.claims import Ledger
+from implicit_bias.book import budget_table
 from implicit_bias.extrapolation import mnist, ocs, tasks, tolerance
 
 P, dev = start_chapter(PROFILES, profile=profile, seed=seed, device=device)
@@ -213,12 +214,24 @@ out_nn = ub(log_r[None][:, -1, last])
 depth_nn = ub(log_r[None][:, -1, last] - log_r[None][:, -1, 1])
 trend_nn = ub([ocs.spearman(SEVERITIES, M["norms", "rotation", None][r, :, last]) for r in range(P["runs"])])
 depth_bnln = {n: ub(log_r[n][:, -1, last] - log_r[n][:, -1, 1]) for n in ("batch", "layer")}
-ledger.below("norm-output-nn", "Fig. 4", f"no norm: log output-layer norm ratio at 90 degrees ({HI})" + ON,
-             "decreases with shift", out_nn, 0.0, fmt=".2f", items="fig4-norms", bearing="supports", proxy=not real,
+CHAPTER = "chapters/extrapolation/09_mnist_mechanism"
+
+
+def at_x3(claim: str) -> str:
+    """What the committed budget sweep shows for ``claim`` at three times the epochs."""
+    return (". At 3x the epochs (" + budget_table.budget_readings(CHAPTER, claim) + ", committed budget sweep) "
+            "it is not established on every seed: the shrinking is read against this budget, so the row qualifies "
+            "Fig. 4")
+
+
+ledger.below("norm-output-nn", "Fig. 4", f"no norm: log output-layer norm ratio at 90 degrees ({HI})" + ON
+             + at_x3("norm-output-nn"),
+             "decreases with shift", out_nn, 0.0, fmt=".2f", items="fig4-norms", bearing="qualifies", proxy=not real,
              origin="prior: the part's 2-SE rule (chapter 03's claim)",
              falsifier="the un-normalised networks' output-layer norm ratio at 90 degrees is not below 1 by 2 SE")
-ledger.below("norm-depth-nn", "Fig. 4", f"no norm: log output ratio minus log conv-1 ratio at 90 degrees ({HI})" + ON,
-             "more pronounced with depth", depth_nn, 0.0, fmt=".2f", items="fig4-norms", bearing="supports",
+ledger.below("norm-depth-nn", "Fig. 4", f"no norm: log output ratio minus log conv-1 ratio at 90 degrees ({HI})" + ON
+             + at_x3("norm-depth-nn"),
+             "more pronounced with depth", depth_nn, 0.0, fmt=".2f", items="fig4-norms", bearing="qualifies",
              proxy=not real, origin="prior: the part's 2-SE rule (chapter 03's claim)",
              falsifier="the output layer does not shrink more than the first convolution at 90 degrees by 2 SE (no norm)")
 ledger.below("norm-trend-nn", "Fig. 4", f"no norm: Spearman(rotation, output ratio) ({HI})" + ON,
@@ -235,7 +248,9 @@ ledger.below("norm-depth-bnln", "Fig. 11", f"BN and LN: log output ratio minus l
 glue("ocs9-norm-summary", (f"Without normalisation the output-layer norm ratio at 90 degrees is "
                            f"{M['norms', 'rotation', None].mean(0)[-1, last]:.2f} against "
                            f"{M['norms', 'rotation', None].mean(0)[-1, 1]:.2f} for the first convolution: OOD norms "
-                           "shrink, more in the later layers, as in the paper."), display=False)
+                           "shrink, more in the later layers, as in the paper, at this budget; at three times the "
+                           "epochs (committed budget sweep) neither is established on every seed "
+                           "(rows norm-output-nn and norm-depth-nn)."), display=False)
 glue("ocs9-bnln-summary", ("With BatchNorm and LayerNorm the output layer also shrinks more than the first convolution "
                            f"(ratios {M['norms', 'rotation', 'batch'].mean(0)[-1, last]:.2f} and "
                            f"{M['norms', 'rotation', 'layer'].mean(0)[-1, last]:.2f}): the paper's 'same trends' hold "
